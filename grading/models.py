@@ -1,0 +1,112 @@
+"""Gradings, assertion results and human reviews of runs (SPEC §2)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from runs.models import Run
+
+#: Below this judge confidence a result needs a human to look at it.
+LOW_CONFIDENCE = 0.7
+
+
+class Grading(models.Model):
+    """The grading of one run: summary as recorded (or computed when absent) and meta summary."""
+
+    class Format(models.TextChoices):
+        EVAL_MAGIC = "eval-magic", "eval-magic grading.json"
+        SKILL_CREATOR = "skill-creator", "skill-creator grading.json"
+        BENCHMARK = "benchmark", "skill-creator benchmark.json run entry"
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="grading")
+    format = models.CharField(max_length=32, choices=Format.choices)
+    passed = models.PositiveIntegerField()
+    failed = models.PositiveIntegerField()
+    total = models.PositiveIntegerField()
+    pass_rate = models.FloatField()
+    #: True when the source had no `summary` and evalsite computed it from the results.
+    summary_computed = models.BooleanField(default=False)
+    meta_passed = models.PositiveIntegerField(null=True, blank=True)
+    meta_failed = models.PositiveIntegerField(null=True, blank=True)
+    meta_total = models.PositiveIntegerField(null=True, blank=True)
+    #: meta_summary.skill_invoked: True / False, or None when the run has no meta_summary.
+    skill_invoked = models.BooleanField(null=True, blank=True)
+    has_meta_summary = models.BooleanField(default=False)
+    #: skill-creator extras kept verbatim: execution_metrics, timing, claims, user notes, …
+    extra = models.JSONField(default=dict)
+
+    class Meta:
+        indexes = [models.Index(fields=["skill_invoked"])]
+
+    def __str__(self) -> str:
+        return f"{self.run}: {self.passed}/{self.total}"
+
+
+class AssertionResult(models.Model):
+    grading = models.ForeignKey(Grading, on_delete=models.CASCADE, related_name="results")
+    assertion_id = models.CharField(max_length=300)
+    #: Meta results (`__skill_invoked`) are tracked apart and never count in the pass rate.
+    is_meta = models.BooleanField(default=False)
+    position = models.PositiveIntegerField(default=0)
+    passed = models.BooleanField()
+    evidence = models.TextField(blank=True)
+    confidence = models.FloatField(null=True, blank=True)
+    grader = models.CharField(max_length=32, blank=True)
+    #: The expectation's text, for skill-creator results whose id is a slug of it.
+    text = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["grading", "is_meta", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["grading", "is_meta", "assertion_id"], name="result_unique_assertion"
+            )
+        ]
+        indexes = [models.Index(fields=["assertion_id"])]
+
+    def __str__(self) -> str:
+        return f"{self.assertion_id}: {'PASS' if self.passed else 'FAIL'}"
+
+    @property
+    def needs_review(self) -> bool:
+        return self.confidence is not None and self.confidence < LOW_CONFIDENCE
+
+
+class Review(models.Model):
+    """A person's note on a run, or a recorded override of one assertion result."""
+
+    class Kind(models.TextChoices):
+        NOTE = "note", "note"
+        OVERRIDE = "override", "override"
+
+    class Source(models.TextChoices):
+        WEB = "web", "evalsite"
+        FEEDBACK_JSON = "feedback.json", "skill-creator feedback.json"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="reviews")
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.NOTE)
+    source = models.CharField(max_length=32, choices=Source.choices, default=Source.WEB)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    #: The override's target; the original result row is never changed.
+    assertion_result = models.ForeignKey(
+        AssertionResult, null=True, blank=True, on_delete=models.CASCADE, related_name="overrides"
+    )
+    overridden_passed = models.BooleanField(null=True, blank=True)
+    text = models.TextField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["run", "created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(kind="note")
+                | models.Q(assertion_result__isnull=False, overridden_passed__isnull=False),
+                name="review_override_has_target",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} on {self.run}"

@@ -1,0 +1,171 @@
+"""Eval definitions in the three dialects (SPEC §3.4) and SKILL.md front matter."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from . import jsonfiles
+from .errors import ImportFailure
+from .records import EvalDefinition, SkillDefinitions
+
+
+def slugify(text: str, *, max_length: int = 80) -> str:
+    """A stable id for a free-text expectation: lowercase words joined by '-'."""
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:max_length].rstrip("-") or "expectation"
+
+
+def unique_slugs(texts: list[str]) -> list[str]:
+    """Slugs of the texts, suffixed -2, -3… where two texts slug the same."""
+    seen: dict[str, int] = {}
+    slugs = []
+    for text in texts:
+        slug = slugify(text)
+        seen[slug] = seen.get(slug, 0) + 1
+        slugs.append(slug if seen[slug] == 1 else f"{slug}-{seen[slug]}")
+    return slugs
+
+
+def judge_assertions(texts: list[str], *, guidance: str = "") -> list[dict[str, Any]]:
+    """SWL / skill-creator expectations as LLM-judge assertions, id = slug of the text."""
+    assertions = []
+    for slug, text in zip(unique_slugs(texts), texts, strict=True):
+        assertion = {"id": slug, "type": "llm_judge", "text": text, "rubric": text}
+        if guidance:
+            assertion["grading_guidance"] = guidance
+        assertions.append(assertion)
+    return assertions
+
+
+def detect_dialect(data: Any) -> str:
+    """'eval-magic', 'swl' or 'skill-creator' for a parsed evals.json."""
+    if isinstance(data, list):
+        return "skill-creator"
+    if not isinstance(data, dict):
+        return "eval-magic"  # the schema check will say what is wrong
+    if "schema_version" in data or "artifact_type" in data:
+        return "swl"
+    evals = data.get("evals")
+    if isinstance(evals, list):
+        for case in evals:
+            if isinstance(case, dict) and (
+                "expectations" in case
+                or isinstance(case.get("id"), int)
+                or any(isinstance(a, str) for a in case.get("assertions") or [])
+            ):
+                return "skill-creator"
+    return "eval-magic"
+
+
+def parse_evals_json(raw: bytes, *, display: str) -> tuple[str | None, dict[str, EvalDefinition]]:
+    """(skill_name, definitions by eval id) from an evals.json in any dialect."""
+    data = jsonfiles.parse_json(raw, display=display)
+    dialect = detect_dialect(data)
+    if dialect == "skill-creator" and isinstance(data, list):
+        data = {"evals": data}
+    kind = {"eval-magic": "evals", "swl": "swl-evals", "skill-creator": "skill-creator-evals"}
+    jsonfiles.validate(data, kind[dialect], display=display)
+
+    definitions: dict[str, EvalDefinition] = {}
+    first_seen: dict[str, int] = {}
+    for index, case in enumerate(data["evals"]):
+        eval_id = str(case["id"])
+        if eval_id in definitions:
+            raise ImportFailure(
+                f"duplicate eval id {eval_id!r} (first at /evals/{first_seen[eval_id]})",
+                path=display,
+                pointer=f"/evals/{index}/id",
+            )
+        first_seen[eval_id] = index
+        definitions[eval_id] = _definition(case, dialect)
+    return data.get("skill_name"), definitions
+
+
+def _definition(case: dict[str, Any], dialect: str) -> EvalDefinition:
+    eval_id = str(case["id"])
+    if dialect == "eval-magic":
+        assertions = [dict(a) for a in case.get("assertions") or []]
+    elif dialect == "swl":
+        assertions = judge_assertions(
+            case.get("expectations") or [], guidance=case.get("grading_guidance") or ""
+        )
+    else:
+        assertions = skill_creator_assertions(case)
+    return EvalDefinition(
+        eval_id=eval_id,
+        definition=case,
+        origin="evals.json",
+        dialect=dialect,
+        name=str(case.get("name") or case.get("eval_name") or ""),
+        prompt=case.get("prompt") or "",
+        expected_output=case.get("expected_output") or "",
+        assertions=assertions,
+        skill_should_trigger=case.get("skill_should_trigger", True) is not False,
+        tags=[str(t) for t in case.get("tags") or []],
+        weight=float(case.get("weight", 1.0)),
+    )
+
+
+def skill_creator_assertions(case: dict[str, Any]) -> list[dict[str, Any]]:
+    """skill-creator `expectations` / `assertions` (strings or objects) as judge assertions."""
+    items = case.get("expectations") or case.get("assertions") or []
+    texts = []
+    for item in items:
+        if isinstance(item, str):
+            texts.append(item)
+        else:
+            texts.append(str(item.get("text") or item.get("description") or item.get("id") or ""))
+    assertions = judge_assertions(texts)
+    for assertion, item in zip(assertions, items, strict=True):
+        if isinstance(item, dict) and item.get("id"):
+            assertion["id"] = str(item["id"])
+    return assertions
+
+
+def parse_skill_md(text: str, *, display: str) -> tuple[str | None, str]:
+    """(name, description) from SKILL.md's YAML front matter; (None, '') when it has none."""
+    match = re.match(r"\A---\s*\n(.*?)\n---\s*(\n|\Z)", text, re.DOTALL)
+    if not match:
+        return None, ""
+    try:
+        meta = yaml.safe_load(match.group(1)) or {}
+    except yaml.YAMLError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else "YAML error"
+        raise ImportFailure(f"front matter is not valid YAML: {first}", path=display) from None
+    if not isinstance(meta, dict):
+        raise ImportFailure("front matter must be a YAML mapping", path=display)
+    name = meta.get("name")
+    return (str(name) if name else None), str(meta.get("description") or "").strip()
+
+
+def read_skill_definitions(
+    *, skill_md: bytes | None, evals_json: bytes | None, folder_name: str, display: str
+) -> SkillDefinitions:
+    """A skill folder's name, description and eval definitions."""
+    name, description = None, ""
+    if skill_md is not None:
+        text = jsonfiles.read_text(skill_md, display=f"{display}/SKILL.md")
+        name, description = parse_skill_md(text, display=f"{display}/SKILL.md")
+    evals: dict[str, EvalDefinition] = {}
+    if evals_json is not None:
+        evals_name, evals = parse_evals_json(evals_json, display=f"{display}/evals/evals.json")
+        name = name or evals_name
+    return SkillDefinitions(
+        skill_name=name or folder_name, description=description, evals=evals, source=display
+    )
+
+
+def matches_what_ran(
+    definition: EvalDefinition, *, prompt: str | None, assertion_ids: set[str]
+) -> bool:
+    """Whether a definition from evals.json describes the runs that were graded.
+
+    evals.json is today's file; an old iteration may have run an older definition. Use it only
+    when the prompt (where recorded) and the graded assertion ids agree with it.
+    """
+    if prompt and definition.prompt and prompt.strip() != definition.prompt.strip():
+        return False
+    return not assertion_ids or assertion_ids == definition.assertion_ids

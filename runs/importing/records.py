@@ -1,0 +1,147 @@
+"""What the layout readers hand to the writer: plain, validated, database-free records."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+
+def fingerprint(definition: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of an eval definition (key order does not matter)."""
+    return hashlib.sha256(orjson.dumps(definition, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+@dataclass
+class EvalDefinition:
+    eval_id: str
+    definition: dict[str, Any]
+    origin: str  # EvalCase.Origin value
+    dialect: str = ""
+    name: str = ""
+    prompt: str = ""
+    expected_output: str = ""
+    assertions: list[dict[str, Any]] = field(default_factory=list)
+    skill_should_trigger: bool = True
+    tags: list[str] = field(default_factory=list)
+    weight: float = 1.0
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.definition)
+
+    @property
+    def assertion_ids(self) -> set[str]:
+        return {a["id"] for a in self.assertions}
+
+
+@dataclass
+class SkillDefinitions:
+    """A skill folder's SKILL.md and evals.json."""
+
+    skill_name: str
+    description: str = ""
+    evals: dict[str, EvalDefinition] = field(default_factory=dict)
+    source: str = ""
+
+
+@dataclass
+class ParsedResult:
+    assertion_id: str
+    passed: bool
+    evidence: str = ""
+    confidence: float | None = None
+    grader: str = ""
+    text: str = ""
+    is_meta: bool = False
+
+
+@dataclass
+class ParsedGrading:
+    format: str
+    passed: int
+    failed: int
+    total: int
+    pass_rate: float
+    summary_computed: bool
+    results: list[ParsedResult]
+    meta_passed: int | None = None
+    meta_failed: int | None = None
+    meta_total: int | None = None
+    skill_invoked: bool | None = None
+    has_meta_summary: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ParsedRun:
+    eval_id: str
+    condition: str
+    run_index: int
+    source_relpath: str
+    content_hash: str
+    status: str = "completed"
+    stop_reason: str = ""
+    prompt: str = ""
+    final_message: str = ""
+    conversation: list[dict[str, Any]] = field(default_factory=list)
+    tool_invocations: list[dict[str, Any]] = field(default_factory=list)
+    artifacts: dict[str, Any] = field(default_factory=dict)
+    total_tokens: int | None = None
+    duration_ms: int | None = None
+    timing_source: str = ""
+    grading: ParsedGrading | None = None
+
+
+@dataclass
+class ParsedCondition:
+    name: str
+    position: int
+    loads_skill: bool
+    skill_path: str = ""
+    staged_skill_slug: str = ""
+
+
+@dataclass
+class ParsedReview:
+    run_relpath_key: str  # skill-creator run_id: relpath with "/" replaced by "-"
+    text: str
+    created_at: datetime | None
+
+
+@dataclass
+class ParsedIteration:
+    skill_name: str
+    label: str
+    source_kind: str
+    source_key: str
+    source_path: str
+    content_hash: str
+    mode: str = "new-skill"
+    run_label: str = ""
+    baseline: str = ""
+    agent_model: str = ""
+    judge_model: str = ""
+    harness: str = ""
+    generated_at: datetime | None = None
+    conditions: list[ParsedCondition] = field(default_factory=list)
+    runs: list[ParsedRun] = field(default_factory=list)
+    #: Eval definitions by id: from evals.json when it matches what ran, else reconstructed.
+    evals: dict[str, EvalDefinition] = field(default_factory=dict)
+    validity_warnings: list[str] = field(default_factory=list)
+    recorded_benchmark: dict[str, Any] | None = None
+    recorded_aggregates: dict[str, Any] | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)
+    skill_snapshot: str = ""
+    notes: str = ""
+    findings: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    reviews: list[ParsedReview] = field(default_factory=list)
+    skill_description: str = ""
+
+    @property
+    def missing_gradings(self) -> int:
+        return sum(1 for run in self.runs if run.grading is None)

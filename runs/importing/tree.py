@@ -1,0 +1,75 @@
+"""Reading a folder's files once: their bytes for parsing and a digest for idempotency."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Folders that are never results: eval-magic's agent working folders, VCS and tool caches.
+SKIPPED_DIRS = {".git", "node_modules", "__pycache__", ".venv", "__MACOSX"}
+SKIPPED_DIR_PREFIXES = ("env-",)
+SKIPPED_FILES = {".DS_Store", "Thumbs.db"}
+#: Files larger than this are not read (an `outputs/` artefact may be a large binary);
+#: their name and size still count in the digest.
+MAX_READ_BYTES = 8 * 1024 * 1024
+
+
+def is_skipped_dir(name: str) -> bool:
+    return name in SKIPPED_DIRS or name.startswith(SKIPPED_DIR_PREFIXES)
+
+
+@dataclass
+class FileTree:
+    """The files under `root`, keyed by POSIX path relative to it."""
+
+    root: Path
+    display: str
+    files: dict[str, bytes] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)
+
+    def get(self, relpath: str) -> bytes | None:
+        return self.files.get(relpath)
+
+    def shown(self, relpath: str) -> str:
+        """How a file is named in messages: the user's path to the folder, then the file."""
+        return f"{self.display}/{relpath}" if relpath else self.display
+
+    def digest(self, prefix: str = "") -> str:
+        """sha256 over the names and bytes of the files under `prefix` ("" = all)."""
+        h = hashlib.sha256()
+        for relpath in sorted(self.sizes):
+            if prefix and not relpath.startswith(prefix):
+                continue
+            h.update(relpath.encode())
+            h.update(b"\0")
+            data = self.files.get(relpath)
+            if data is None:
+                h.update(f"<{self.sizes[relpath]} bytes, not read>".encode())
+            else:
+                h.update(hashlib.sha256(data).digest())
+        return h.hexdigest()
+
+
+def read_tree(root: Path, *, display: str) -> FileTree:
+    """Read every file below `root` except skipped folders and oversized files."""
+    tree = FileTree(root=root, display=display)
+    stack = [(root, "")]
+    while stack:
+        folder, prefix = stack.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                relpath = prefix + entry.name
+                if entry.is_symlink():
+                    continue  # never follow links out of the folder being imported
+                if entry.is_dir():
+                    if not is_skipped_dir(entry.name):
+                        stack.append((Path(entry.path), relpath + "/"))
+                elif entry.is_file() and entry.name not in SKIPPED_FILES:
+                    size = entry.stat().st_size
+                    tree.sizes[relpath] = size
+                    if size <= MAX_READ_BYTES:
+                        with open(entry.path, "rb") as handle:
+                            tree.files[relpath] = handle.read()
+    return tree

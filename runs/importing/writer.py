@@ -1,0 +1,380 @@
+"""Writing parsed records to the database: create, update or skip, counting each."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from django.db.models import F, Max
+from django.utils import timezone
+
+from grading.models import AssertionResult, Grading, Review
+from runs.models import (
+    Condition,
+    EvalCase,
+    Iteration,
+    Run,
+    Skill,
+    SourceKind,
+    role_for_condition,
+)
+
+from .detect import natural_key
+from .records import EvalDefinition, ParsedGrading, ParsedIteration, ParsedRun, SkillDefinitions
+
+KINDS = ("skills", "eval definitions", "iterations", "runs", "reviews")
+
+
+@dataclass
+class ImportReport:
+    """What an import did: created/updated/skipped counts per kind, plus notes for the user."""
+
+    counts: dict[str, Counter] = field(default_factory=lambda: {k: Counter() for k in KINDS})
+    notes: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+    def count(self, kind: str, outcome: str, n: int = 1) -> None:
+        if n:
+            self.counts[kind][outcome] += n
+
+    def summary(self) -> str:
+        """One line: each kind with its created/updated/skipped (and removed) counts."""
+        parts = []
+        for kind in KINDS:
+            counter = self.counts[kind]
+            if not counter:
+                continue
+            outcomes = ", ".join(
+                f"{counter[o]} {o}"
+                for o in ("created", "updated", "skipped", "removed")
+                if counter[o] or o != "removed"
+            )
+            parts.append(f"{kind}: {outcomes}")
+        line = "; ".join(parts) or "nothing to import"
+        if self.notes:
+            line += " (" + "; ".join(self.notes) + ")"
+        return ("Dry run, nothing saved: " if self.dry_run else "Imported ") + line
+
+
+class Writer:
+    """Writes skills, definitions and iterations inside the caller's transaction."""
+
+    def __init__(self, report: ImportReport):
+        self.report = report
+        self.skills: dict[str, Skill] = {}
+        self.eval_cases: dict[tuple[int, str, str], EvalCase] = {}
+        self.touched_skills: set[int] = set()
+
+    def skill(self, name: str, *, description: str = "", notes: str = "") -> Skill:
+        skill = self.skills.get(name)
+        first_sight = skill is None
+        if skill is None:
+            skill, created = Skill.objects.get_or_create(name=name)
+            self.skills[name] = skill
+            if created:
+                self.report.count("skills", "created")
+                first_sight = False
+        changed = []
+        if description and description != skill.description:
+            skill.description = description
+            changed.append("description")
+        if notes and notes != skill.notes:
+            skill.notes = notes
+            changed.append("notes")
+        if changed:
+            skill.save(update_fields=[*changed, "updated_at"])
+        if first_sight:
+            self.report.count("skills", "updated" if changed else "skipped")
+        return skill
+
+    def write_definitions(self, definitions: SkillDefinitions) -> Skill:
+        skill = self.skill(definitions.skill_name, description=definitions.description)
+        for definition in definitions.evals.values():
+            self.eval_case(skill, definition)
+        return skill
+
+    def eval_case(self, skill: Skill, definition: EvalDefinition) -> EvalCase:
+        key = (skill.pk, definition.eval_id, definition.fingerprint)
+        case = self.eval_cases.get(key)
+        if case is None:
+            case = EvalCase.objects.filter(
+                skill=skill, eval_id=definition.eval_id, fingerprint=key[2]
+            ).first()
+            if case is None:
+                case = EvalCase.objects.create(
+                    skill=skill,
+                    eval_id=definition.eval_id,
+                    fingerprint=key[2],
+                    origin=definition.origin,
+                    dialect=definition.dialect,
+                    definition=definition.definition,
+                    name=definition.name,
+                    prompt=definition.prompt,
+                    expected_output=definition.expected_output,
+                    assertions=definition.assertions,
+                    skill_should_trigger=definition.skill_should_trigger,
+                    tags=definition.tags,
+                    weight=definition.weight,
+                )
+                self.report.count("eval definitions", "created")
+            else:
+                self.report.count("eval definitions", "skipped")
+            self.eval_cases[key] = case
+        return case
+
+    def skip_unchanged(self, *, content_hash: str, label: str) -> bool:
+        """Count and skip an iteration whose files were already imported byte for byte."""
+        existing = Iteration.objects.filter(content_hash=content_hash, label=label).first()
+        if existing is None:
+            return False
+        self.report.count("iterations", "skipped")
+        self.report.count("runs", "skipped", existing.runs.count())
+        return True
+
+    def write_iteration(self, parsed: ParsedIteration) -> Iteration:
+        skill = self.skill(
+            parsed.skill_name, description=parsed.skill_description, notes=parsed.notes
+        )
+        self.touched_skills.add(skill.pk)
+        existing = Iteration.objects.filter(skill=skill, source_key=parsed.source_key).first()
+        if existing is not None and existing.content_hash == parsed.content_hash:
+            self.report.count("iterations", "skipped")
+            self.report.count("runs", "skipped", existing.runs.count())
+            return existing
+        if (
+            existing is not None
+            and existing.source_kind == SourceKind.EVAL_MAGIC
+            and parsed.source_kind == SourceKind.BASELINE
+        ):
+            # The full workspace iteration is richer than its promoted copy: keep it.
+            if parsed.notes and parsed.notes != existing.notes:
+                existing.notes = parsed.notes
+                existing.save(update_fields=["notes", "updated_at"])
+            self.report.count("iterations", "skipped")
+            self.report.count("runs", "skipped", len(parsed.runs))
+            self.report.notes.append(
+                f"{skill.name} baseline {parsed.label} is already imported from its workspace"
+            )
+            return existing
+
+        fields = _iteration_fields(parsed)
+        if existing is None:
+            number = (skill.iterations.aggregate(n=Max("number"))["n"] or 0) + 1
+            iteration = Iteration.objects.create(skill=skill, number=number, **fields)
+            self.report.count("iterations", "created")
+        else:
+            iteration = existing
+            for name, value in fields.items():
+                setattr(iteration, name, value)
+            iteration.save()
+            self.report.count("iterations", "updated")
+
+        conditions = self._conditions(iteration, parsed)
+        cases = {
+            eval_id: self.eval_case(skill, definition)
+            for eval_id, definition in parsed.evals.items()
+        }
+        runs_by_key = self._runs(iteration, parsed.runs, conditions, cases, fresh=existing is None)
+        self._reviews(parsed, runs_by_key)
+        return iteration
+
+    def _conditions(self, iteration: Iteration, parsed: ParsedIteration) -> dict[str, Condition]:
+        current = {c.name: c for c in iteration.conditions.all()}
+        for pc in parsed.conditions:
+            values = {
+                "role": role_for_condition(pc.name),
+                "position": pc.position,
+                "loads_skill": pc.loads_skill,
+                "skill_path": pc.skill_path,
+                "staged_skill_slug": pc.staged_skill_slug,
+            }
+            condition = current.get(pc.name)
+            if condition is None:
+                current[pc.name] = Condition.objects.create(
+                    iteration=iteration, name=pc.name, **values
+                )
+            elif any(getattr(condition, k) != v for k, v in values.items()):
+                for k, v in values.items():
+                    setattr(condition, k, v)
+                condition.save()
+        return current
+
+    def _runs(
+        self,
+        iteration: Iteration,
+        parsed_runs: list[ParsedRun],
+        conditions: dict[str, Condition],
+        cases: dict[str, EvalCase],
+        *,
+        fresh: bool,
+    ) -> dict[str, Run]:
+        existing: dict[tuple[str, str, int], Run] = {}
+        if not fresh:
+            for run in iteration.runs.select_related("condition").only(
+                "id", "eval_id", "run_index", "content_hash", "condition__name"
+            ):
+                existing[(run.eval_id, run.condition.name, run.run_index)] = run
+
+        to_create: list[tuple[Run, ParsedRun]] = []
+        replaced_gradings: list[int] = []
+        kept: dict[str, Run] = {}
+        for pr in parsed_runs:
+            key = (pr.eval_id, pr.condition, pr.run_index)
+            old = existing.pop(key, None)
+            if old is not None and old.content_hash == pr.content_hash:
+                self.report.count("runs", "skipped")
+                kept[pr.source_relpath] = old
+                continue
+            values = _run_fields(pr)
+            values["eval_case"] = cases[pr.eval_id]
+            if old is None:
+                run = Run(iteration=iteration, condition=conditions[pr.condition], **values)
+                to_create.append((run, pr))
+            else:
+                Run.objects.filter(pk=old.pk).update(**values)
+                replaced_gradings.append(old.pk)
+                to_create.append((old, pr))  # grading rewritten below
+                self.report.count("runs", "updated")
+            kept[pr.source_relpath] = to_create[-1][0]
+        if existing:
+            # The source no longer holds these runs; the source is the truth.
+            Run.objects.filter(pk__in=[r.pk for r in existing.values()]).delete()
+            self.report.count("runs", "removed", len(existing))
+        if replaced_gradings:
+            Grading.objects.filter(run_id__in=replaced_gradings).delete()
+        new_runs = [run for run, _ in to_create if run.pk is None]
+        Run.objects.bulk_create(new_runs, batch_size=500)
+        if new_runs:
+            self.report.count("runs", "created", len(new_runs))
+        self._gradings([(run, pr.grading) for run, pr in to_create if pr.grading is not None])
+        return kept
+
+    def _gradings(self, pairs: list[tuple[Run, ParsedGrading]]) -> None:
+        gradings = [Grading(run=run, **_grading_fields(pg)) for run, pg in pairs]
+        Grading.objects.bulk_create(gradings, batch_size=500)
+        results = [
+            AssertionResult(
+                grading=grading,
+                assertion_id=r.assertion_id,
+                is_meta=r.is_meta,
+                position=position,
+                passed=r.passed,
+                evidence=r.evidence,
+                confidence=r.confidence,
+                grader=r.grader,
+                text=r.text,
+            )
+            for grading, (_, pg) in zip(gradings, pairs, strict=True)
+            for position, r in enumerate(pg.results)
+        ]
+        AssertionResult.objects.bulk_create(results, batch_size=1000)
+
+    def _reviews(self, parsed: ParsedIteration, runs_by_relpath: dict[str, Run]) -> None:
+        if not parsed.reviews:
+            return
+        by_feedback_id = {
+            relpath.replace("/", "-"): run for relpath, run in runs_by_relpath.items()
+        }
+        unmatched = []
+        for review in parsed.reviews:
+            run = by_feedback_id.get(review.run_relpath_key)
+            if run is None:
+                unmatched.append(review.run_relpath_key)
+                continue
+            _, created = Review.objects.get_or_create(
+                run=run,
+                source=Review.Source.FEEDBACK_JSON,
+                text=review.text,
+                defaults={"created_at": review.created_at or timezone.now()},
+            )
+            self.report.count("reviews", "created" if created else "skipped")
+        if unmatched:
+            self.report.notes.append(
+                f"feedback.json names {len(unmatched)} run(s) not in {parsed.source_path}: "
+                + ", ".join(unmatched[:3])
+            )
+
+    def renumber(self) -> None:
+        """Number each touched skill's iterations 1, 2, 3… in the order they were generated."""
+        for skill_id in self.touched_skills:
+            iterations = list(Iteration.objects.filter(skill_id=skill_id))
+            iterations.sort(
+                key=lambda it: (
+                    it.generated_at is None,
+                    it.generated_at or timezone.now(),
+                    natural_key(it.label),
+                    it.pk,
+                )
+            )
+            if [it.number for it in iterations] == list(range(1, len(iterations) + 1)):
+                continue
+            # Two steps so the (skill, number) constraint never sees a duplicate.
+            offset = len(iterations) + 1000
+            Iteration.objects.filter(skill_id=skill_id).update(number=F("number") + offset)
+            for position, iteration in enumerate(iterations, start=1):
+                Iteration.objects.filter(pk=iteration.pk).update(number=position)
+            self.report.notes.append(
+                f"renumbered the iterations of {iterations[0].skill.name} by generation time"
+            )
+
+
+def _iteration_fields(parsed: ParsedIteration) -> dict[str, object]:
+    return {
+        "label": parsed.label,
+        "run_label": parsed.run_label,
+        "source_key": parsed.source_key,
+        "source_kind": parsed.source_kind,
+        "source_path": parsed.source_path,
+        "mode": parsed.mode,
+        "baseline": parsed.baseline,
+        "agent_model": parsed.agent_model,
+        "judge_model": parsed.judge_model,
+        "harness": parsed.harness,
+        "generated_at": parsed.generated_at,
+        "validity_warnings": parsed.validity_warnings,
+        "missing_gradings": parsed.missing_gradings,
+        "recorded_benchmark": parsed.recorded_benchmark,
+        "recorded_aggregates": parsed.recorded_aggregates,
+        "provenance": parsed.provenance,
+        "skill_snapshot": parsed.skill_snapshot,
+        "notes": parsed.notes,
+        "findings": parsed.findings,
+        "extra": parsed.extra,
+        "content_hash": parsed.content_hash,
+    }
+
+
+def _run_fields(pr: ParsedRun) -> dict[str, object]:
+    return {
+        "eval_id": pr.eval_id,
+        "run_index": pr.run_index,
+        "source_relpath": pr.source_relpath,
+        "status": pr.status,
+        "stop_reason": pr.stop_reason,
+        "prompt": pr.prompt,
+        "final_message": pr.final_message,
+        "conversation": pr.conversation,
+        "tool_invocations": pr.tool_invocations,
+        "artifacts": pr.artifacts,
+        "total_tokens": pr.total_tokens,
+        "duration_ms": pr.duration_ms,
+        "timing_source": pr.timing_source,
+        "content_hash": pr.content_hash,
+    }
+
+
+def _grading_fields(pg: ParsedGrading) -> dict[str, object]:
+    return {
+        "format": pg.format,
+        "passed": pg.passed,
+        "failed": pg.failed,
+        "total": pg.total,
+        "pass_rate": pg.pass_rate,
+        "summary_computed": pg.summary_computed,
+        "meta_passed": pg.meta_passed,
+        "meta_failed": pg.meta_failed,
+        "meta_total": pg.meta_total,
+        "skill_invoked": pg.skill_invoked,
+        "has_meta_summary": pg.has_meta_summary,
+        "extra": pg.extra,
+    }

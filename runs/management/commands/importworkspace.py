@@ -1,0 +1,52 @@
+"""`manage.py importworkspace PATH…`: import result folders or archives into the database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from runs.importing import ImportFailure, import_workspace
+
+#: Below this many folders the import is quick enough that a progress bar is only noise.
+PROGRESS_THRESHOLD = 10
+
+
+class Command(BaseCommand):
+    help = (
+        "Import eval results: eval-magic iteration folders or workspace roots, promoted "
+        "baselines, skill-creator workspaces, skill folders, or .zip/.tar.gz archives of them."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+        parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="Validate and report what would change, then roll everything back.",
+        )
+
+    def handle(self, *args: object, paths: list[Path], dry_run: bool, **options: object) -> None:
+        show_progress = options["verbosity"] > 0 and self.stdout.isatty()
+        try:
+            report = import_workspace(
+                paths, dry_run=dry_run, progress=self._progress if show_progress else None
+            )
+        except ImportFailure as exc:
+            if show_progress:
+                self.stdout.write("")
+            raise CommandError(exc.message) from None
+        if show_progress:
+            self.stdout.write("\r\033[K", ending="")
+        if options["verbosity"] > 0:
+            self.stdout.write(report.summary())
+
+    def _progress(self, done: int, total: int, name: str) -> None:
+        if total < PROGRESS_THRESHOLD:
+            return
+        width = 30
+        filled = width * done // total
+        bar = "#" * filled + "-" * (width - filled)
+        shown = name if len(name) <= 40 else "…" + name[-39:]
+        self.stdout.write(f"\r\033[K[{bar}] {done}/{total} {shown}", ending="")
+        self.stdout.flush()

@@ -1,0 +1,236 @@
+"""Skills, eval definitions, iterations, conditions and runs (SPEC §2)."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.urls import NoReverseMatch, reverse
+
+
+class Mode(models.TextChoices):
+    NEW_SKILL = "new-skill", "new skill"
+    REVISION = "revision", "revision"
+
+
+class Role(models.TextChoices):
+    TREATMENT = "treatment", "treatment"
+    CONTROL = "control", "control"
+    OTHER = "other", "other"
+
+
+#: Condition names whose role is fixed by the SPEC; anything else is "other".
+CONDITION_ROLES: dict[str, str] = {
+    "with_skill": Role.TREATMENT,
+    "new_skill": Role.TREATMENT,
+    "without_skill": Role.CONTROL,
+    "old_skill": Role.CONTROL,
+}
+
+
+def role_for_condition(name: str) -> str:
+    """The role of a condition name: treatment, control or other."""
+    return CONDITION_ROLES.get(name, Role.OTHER)
+
+
+class SourceKind(models.TextChoices):
+    EVAL_MAGIC = "eval-magic", "eval-magic iteration"
+    BASELINE = "eval-magic-baseline", "eval-magic promoted baseline"
+    SKILL_CREATOR = "skill-creator", "skill-creator workspace"
+    RUNEVALS = "runevals", "runevals"
+
+
+class Skill(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    #: The author's notes (a promoted baseline's NOTES.md), shown on the skill page.
+    notes = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class EvalCase(models.Model):
+    """One version of an eval's definition; a changed definition is a new row.
+
+    Runs point at the version they ran, so a comparison can say "this eval changed".
+    """
+
+    class Origin(models.TextChoices):
+        EVALS_JSON = "evals.json", "evals.json"
+        EVAL_METADATA = "eval_metadata.json", "skill-creator eval_metadata.json"
+        RESULTS = "results", "reconstructed from run records and gradings"
+
+    skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="eval_cases")
+    eval_id = models.CharField(max_length=200)
+    #: sha256 of the canonical JSON of `definition`.
+    fingerprint = models.CharField(max_length=64)
+    origin = models.CharField(max_length=32, choices=Origin.choices)
+    #: "eval-magic", "swl" or "skill-creator" for definitions read from evals.json.
+    dialect = models.CharField(max_length=32, blank=True)
+    definition = models.JSONField()
+    name = models.CharField(max_length=300, blank=True)
+    prompt = models.TextField(blank=True)
+    expected_output = models.TextField(blank=True)
+    #: [{"id", "type", "text"?, ...}] normalised across dialects.
+    assertions = models.JSONField(default=list)
+    skill_should_trigger = models.BooleanField(default=True)
+    tags = models.JSONField(default=list)
+    weight = models.FloatField(default=1.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["skill", "eval_id", "created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["skill", "eval_id", "fingerprint"], name="evalcase_unique_version"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.skill.name}/{self.eval_id} ({self.fingerprint[:8]})"
+
+
+class IterationQuerySet(models.QuerySet):
+    def for_skill(self, skill: Skill) -> IterationQuerySet:
+        """The skill's iterations, oldest first (evalsite's numbering)."""
+        return self.filter(skill=skill).order_by("number")
+
+
+class Iteration(models.Model):
+    """One campaign on one skill; numbered 1, 2, 3… per skill in the order generated."""
+
+    skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="iterations")
+    number = models.PositiveIntegerField()
+    #: The source's own folder name ("iteration-4"); two workspaces may both have one.
+    label = models.CharField(max_length=200)
+    #: The run label the author gave (conditions.json / BASELINE.md "Label").
+    run_label = models.CharField(max_length=200, blank=True)
+    #: What identifies this iteration across re-imports: kind, label and timestamp.
+    source_key = models.CharField(max_length=400)
+    source_kind = models.CharField(max_length=32, choices=SourceKind.choices)
+    source_path = models.TextField(blank=True)
+    mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.NEW_SKILL)
+    baseline = models.CharField(max_length=200, blank=True)
+    agent_model = models.CharField(max_length=200, blank=True)
+    judge_model = models.CharField(max_length=200, blank=True)
+    harness = models.CharField(max_length=200, blank=True)
+    generated_at = models.DateTimeField(null=True, blank=True)
+    #: Warnings recorded by the source tool (benchmark.json) and found by the importer.
+    validity_warnings = models.JSONField(default=list)
+    missing_gradings = models.PositiveIntegerField(default=0)
+    #: The source's own benchmark.json, kept as recorded (cross-check, don't trust).
+    recorded_benchmark = models.JSONField(null=True, blank=True)
+    #: Aggregates only the recorded benchmark has (a promoted baseline's duration/tokens).
+    recorded_aggregates = models.JSONField(null=True, blank=True)
+    #: conditions.json / BASELINE.md fields kept verbatim for provenance.
+    provenance = models.JSONField(default=dict)
+    skill_snapshot = models.TextField(blank=True)
+    notes = models.TextField(blank=True)
+    #: Findings files (stray-writes.json, guard-denials.json, …) kept as recorded.
+    findings = models.JSONField(default=dict)
+    #: skill-creator feedback.json status and other iteration-level extras.
+    extra = models.JSONField(default=dict)
+    #: Digest of every file the iteration was imported from; equal digest → skipped.
+    content_hash = models.CharField(max_length=64)
+    imported_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = IterationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["skill", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["skill", "number"], name="iteration_unique_number"),
+            models.UniqueConstraint(fields=["skill", "source_key"], name="iteration_unique_source"),
+        ]
+        indexes = [models.Index(fields=["skill", "generated_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.skill.name} #{self.number} ({self.label})"
+
+    def get_absolute_url(self) -> str:
+        try:
+            return reverse("runs:iteration", args=[self.skill.name, self.number])
+        except NoReverseMatch:
+            return reverse("admin:runs_iteration_change", args=[self.pk])
+
+
+class Condition(models.Model):
+    iteration = models.ForeignKey(Iteration, on_delete=models.CASCADE, related_name="conditions")
+    name = models.CharField(max_length=100)
+    role = models.CharField(max_length=16, choices=Role.choices)
+    #: Order in the source's conditions_compared (0 first).
+    position = models.PositiveSmallIntegerField(default=0)
+    loads_skill = models.BooleanField(default=False)
+    skill_path = models.TextField(blank=True)
+    staged_skill_slug = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["iteration", "position", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["iteration", "name"], name="condition_unique_name")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.role})"
+
+
+class RunStatus(models.TextChoices):
+    COMPLETED = "completed", "completed"
+    STOPPED = "stopped", "stopped"
+    TIMED_OUT = "timed_out", "timed out"
+    ERRORED = "errored", "errored"
+
+
+class TimingSource(models.TextChoices):
+    COMPLETION_EVENT = "completion-event", "completion event"
+    TRANSCRIPT = "transcript", "transcript"
+    SKILL_CREATOR = "skill-creator", "skill-creator timing.json"
+    BENCHMARK = "benchmark", "recorded benchmark.json"
+    NONE = "", "not recorded"
+
+
+class Run(models.Model):
+    """One (eval, condition, run index) of an iteration."""
+
+    iteration = models.ForeignKey(Iteration, on_delete=models.CASCADE, related_name="runs")
+    condition = models.ForeignKey(Condition, on_delete=models.CASCADE, related_name="runs")
+    eval_case = models.ForeignKey(EvalCase, on_delete=models.PROTECT, related_name="runs")
+    #: Denormalised from eval_case so an iteration cannot hold one eval id twice per cell.
+    eval_id = models.CharField(max_length=200)
+    run_index = models.PositiveIntegerField(default=1)
+    #: Where the run lives in its source, relative to the iteration ("eval-x/with_skill/run-2").
+    source_relpath = models.CharField(max_length=500, blank=True)
+    status = models.CharField(max_length=16, choices=RunStatus.choices)
+    stop_reason = models.CharField(max_length=64, blank=True)
+    prompt = models.TextField(blank=True)
+    final_message = models.TextField(blank=True)
+    #: conversation.json `events` (user/assistant messages and tool invocations).
+    conversation = models.JSONField(default=list)
+    #: run.json `tool_invocations`.
+    tool_invocations = models.JSONField(default=list)
+    #: Everything else the run folder held: diff-scope, command checks, outputs list, …
+    artifacts = models.JSONField(default=dict)
+    total_tokens = models.BigIntegerField(null=True, blank=True)
+    duration_ms = models.BigIntegerField(null=True, blank=True)
+    timing_source = models.CharField(max_length=32, choices=TimingSource.choices, blank=True)
+    content_hash = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["iteration", "eval_id", "condition", "run_index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["iteration", "eval_id", "condition", "run_index"], name="run_unique_cell"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["iteration", "condition", "eval_id"]),
+            models.Index(fields=["eval_case"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.eval_id}/{self.condition.name}/run-{self.run_index}"
