@@ -9,6 +9,9 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
+    if sys.argv[1:2] == ["quickstart"]:
+        # quickstart is the local try-out: development settings unless told otherwise.
+        os.environ.setdefault("DEBUG", "1")
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

@@ -147,7 +147,8 @@ def eval_magic_iteration(
             if results is not None:
                 loads = condition != "without_skill"
                 write_json(
-                    run_dir / "grading.json", grading(results, skill_invoked=True if loads else None)
+                    run_dir / "grading.json",
+                    grading(results, skill_invoked=True if loads else None),
                 )
     return folder
 
@@ -169,8 +170,12 @@ def skill_folder(
             "expected_output": "The task is done.",
             "assertions": [
                 {"id": "a1", "type": "llm_judge", "rubric": "Is it done?"},
-                {"id": "a2", "type": "transcript_check", "check": "tool_invocation_matches",
-                 "pattern": "Read"},
+                {
+                    "id": "a2",
+                    "type": "transcript_check",
+                    "check": "tool_invocation_matches",
+                    "pattern": "Read",
+                },
             ],
         }
     ]

@@ -10,6 +10,8 @@ from pathlib import Path
 from .tree import is_skipped_dir
 
 MAX_DEPTH = 6
+#: eval-magic keeps copies of old SKILL.md files here; they are provenance, not skills.
+SNAPSHOT_DIRS = {"snapshots"}
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ def _subdirs(path: Path) -> list[Path]:
             if e.is_dir(follow_symlinks=False)
             and not is_skipped_dir(e.name)
             and not e.name.startswith(".")
+            and e.name not in SNAPSHOT_DIRS
         ]
     return sorted(dirs, key=lambda p: natural_key(p.name))
 

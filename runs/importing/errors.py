@@ -17,8 +17,8 @@ class ImportFailure(Exception):
         location = ""
         if self.path is not None:
             location = self.path
-            if pointer is not None:
-                location += f" at {pointer or '/'}"
+            if pointer:  # "" is the whole document: the file name says it all
+                location += f" at {pointer}"
             location += ": "
         self.message = f"{location}{message}"
         super().__init__(self.message)

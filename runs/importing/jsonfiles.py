@@ -84,27 +84,47 @@ def validate(data: Any, kind: str, *, display: str) -> None:
     error = jsonschema.exceptions.best_match(_full_validator(kind).iter_errors(data))
     if error is None:
         return
+    parts = list(error.absolute_path)
+    if error.validator == "required" and isinstance(error.instance, dict):
+        # Point at the missing key itself: "at /summary: missing required key".
+        missing = [k for k in error.validator_value if k not in error.instance]
+        if missing:
+            raise ImportFailure(
+                f"missing required key {missing[0]!r} (schema {SCHEMAS[kind]})",
+                path=display,
+                pointer=json_pointer([*parts, missing[0]]),
+            )
     raise ImportFailure(
         f"{_describe(error)} (schema {SCHEMAS[kind]})",
         path=display,
-        pointer=json_pointer(error.absolute_path),
+        pointer=json_pointer(parts),
     )
 
 
 def _describe(error: jsonschema.ValidationError) -> str:
+    """What the schema expected and what the file had, in a few words."""
+    got = _short(error.instance)
+    if error.validator == "type":
+        types = error.validator_value
+        expected = " or ".join(types) if isinstance(types, list) else types
+        return f"expected {expected}, got {got}"
+    if error.validator == "enum":
+        return f"expected one of {', '.join(_short(v) for v in error.validator_value)}, got {got}"
+    if error.validator == "const":
+        return f"expected {_short(error.validator_value)}, got {got}"
+    if error.validator == "pattern":
+        return f"expected a string matching {error.validator_value}, got {got}"
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = set(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - known)
+        return "unexpected key " + ", ".join(repr(k) for k in extra)
     message = error.message
-    if len(message) > 200:
-        message = message[:197] + "..."
-    if error.validator == "additionalProperties":
-        return f"unexpected key: {message}"
-    if error.validator == "required":
-        return f"missing required key: {message}"
-    return f"expected {error.validator} {_short(error.validator_value)}: {message}"
+    return message if len(message) <= 200 else message[:197] + "..."
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def parse_json(raw: bytes, *, display: str) -> Any:

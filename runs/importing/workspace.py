@@ -68,8 +68,10 @@ def _import_sources(
     for source, display in sources:
         if source.kind == "skill":
             definitions = _skill_definitions(source.path, display=display)
-            skills[definitions.skill_name] = definitions
-            skills.setdefault(source.skill_name, definitions)
+            for name in {definitions.skill_name, source.skill_name}:
+                # Two folders for one skill (a copy without evals): the one with evals wins.
+                if name not in skills or not skills[name].evals:
+                    skills[name] = definitions
             writer.write_definitions(definitions)
     units = [(s, d) for s, d in sources if s.kind != "skill"]
     for done, (source, display) in enumerate(units, start=1):

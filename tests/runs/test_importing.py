@@ -20,7 +20,11 @@ def test_it_imports_an_iteration_with_its_conditions_runs_and_gradings(tmp_path:
     report = import_workspace([folder])
 
     iteration = Iteration.objects.get()
-    assert (iteration.skill.name, iteration.number, iteration.label) == ("demo-skill", 1, "iteration-1")
+    assert (iteration.skill.name, iteration.number, iteration.label) == (
+        "demo-skill",
+        1,
+        "iteration-1",
+    )
     assert iteration.mode == "new-skill"
     assert iteration.agent_model == "claude-haiku-4-5"
     assert iteration.generated_at.isoformat() == "2026-05-01T10:00:00+00:00"
@@ -114,8 +118,12 @@ def test_a_run_without_grading_is_recorded_as_missing_grading(tmp_path: Path) ->
 def test_a_workspace_root_imports_every_skill_and_numbers_iterations_by_time(
     tmp_path: Path,
 ) -> None:
-    eval_magic_iteration(tmp_path, skill="one", label="iteration-2", timestamp="2026-05-02T00:00:00Z")
-    eval_magic_iteration(tmp_path, skill="one", label="iteration-1", timestamp="2026-05-01T00:00:00Z")
+    eval_magic_iteration(
+        tmp_path, skill="one", label="iteration-2", timestamp="2026-05-02T00:00:00Z"
+    )
+    eval_magic_iteration(
+        tmp_path, skill="one", label="iteration-1", timestamp="2026-05-01T00:00:00Z"
+    )
     eval_magic_iteration(tmp_path, skill="two", label="iteration-1")
     (tmp_path / "one" / "env-alpha-with_skill").mkdir()  # agent working folder: not results
 
@@ -132,8 +140,12 @@ def test_a_workspace_root_imports_every_skill_and_numbers_iterations_by_time(
 def test_an_older_iteration_imported_later_is_numbered_in_generation_order(
     tmp_path: Path,
 ) -> None:
-    new = eval_magic_iteration(tmp_path / "a", label="iteration-9", timestamp="2026-06-01T00:00:00Z")
-    old = eval_magic_iteration(tmp_path / "b", label="iteration-1", timestamp="2026-01-01T00:00:00Z")
+    new = eval_magic_iteration(
+        tmp_path / "a", label="iteration-9", timestamp="2026-06-01T00:00:00Z"
+    )
+    old = eval_magic_iteration(
+        tmp_path / "b", label="iteration-1", timestamp="2026-01-01T00:00:00Z"
+    )
     import_workspace([new])
 
     report = import_workspace([old])
@@ -209,7 +221,9 @@ def test_findings_and_recorded_benchmark_are_kept(tmp_path: Path) -> None:
                 {
                     "eval_id": "alpha",
                     "condition": "with_skill",
-                    "violations": [{"tool": "Write", "ordinal": 3, "reason": "outside", "path": "/x"}],
+                    "violations": [
+                        {"tool": "Write", "ordinal": 3, "reason": "outside", "path": "/x"}
+                    ],
                     "warnings": [],
                     "live_source_reads": [],
                 }
