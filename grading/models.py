@@ -57,7 +57,7 @@ class AssertionResult(models.Model):
     text = models.TextField(blank=True)
 
     class Meta:
-        ordering = ["grading", "is_meta", "position"]
+        ordering = ["grading_id", "is_meta", "position"]
         constraints = [
             models.UniqueConstraint(
                 fields=["grading", "is_meta", "assertion_id"], name="result_unique_assertion"
@@ -99,7 +99,7 @@ class Review(models.Model):
     created_at = models.DateTimeField()
 
     class Meta:
-        ordering = ["run", "created_at"]
+        ordering = ["run_id", "created_at"]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(kind="note")

@@ -83,7 +83,7 @@ class EvalCase(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["skill", "eval_id", "created_at"]
+        ordering = ["skill_id", "eval_id", "created_at"]
         constraints = [
             models.UniqueConstraint(
                 fields=["skill", "eval_id", "fingerprint"], name="evalcase_unique_version"
@@ -142,7 +142,7 @@ class Iteration(models.Model):
     objects = IterationQuerySet.as_manager()
 
     class Meta:
-        ordering = ["skill", "number"]
+        ordering = ["skill_id", "number"]
         constraints = [
             models.UniqueConstraint(fields=["skill", "number"], name="iteration_unique_number"),
             models.UniqueConstraint(fields=["skill", "source_key"], name="iteration_unique_source"),
@@ -170,7 +170,7 @@ class Condition(models.Model):
     staged_skill_slug = models.CharField(max_length=200, blank=True)
 
     class Meta:
-        ordering = ["iteration", "position", "name"]
+        ordering = ["iteration_id", "position", "name"]
         constraints = [
             models.UniqueConstraint(fields=["iteration", "name"], name="condition_unique_name")
         ]
@@ -221,7 +221,7 @@ class Run(models.Model):
     content_hash = models.CharField(max_length=64)
 
     class Meta:
-        ordering = ["iteration", "eval_id", "condition", "run_index"]
+        ordering = ["iteration_id", "eval_id", "condition_id", "run_index"]
         constraints = [
             models.UniqueConstraint(
                 fields=["iteration", "eval_id", "condition", "run_index"], name="run_unique_cell"

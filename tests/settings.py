@@ -7,3 +7,13 @@ import os
 os.environ.setdefault("SECRET_KEY", "tests-only-secret-key")
 
 from evalsite.settings import *  # noqa: E402, F403
+
+# The manifest storage needs collectstatic; tests render templates without it.
+STORAGES = {
+    **STORAGES,  # noqa: F405
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+
+# Serve static files from the finders, as in development: there is no collectstatic output.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True
