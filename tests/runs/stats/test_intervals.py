@@ -180,13 +180,34 @@ def test_sign_flip_p_is_in_zero_one_and_ignores_order_and_sign(
     assert sign_flip_p_value([-d for d in differences]) == pytest.approx(p)
 
 
-def test_sign_flip_beyond_twenty_evals_is_seeded_monte_carlo() -> None:
+def test_sign_flip_beyond_twenty_evals_is_exact_for_pass_rate_fractions() -> None:
     differences = [0.1 * (i % 5 + 1) for i in range(25)]
+    # Only the identity and its mirror image are as extreme: 2 of 2^25 flips.
+    assert sign_flip_p_value(differences) == 2 / 2**25
+    mixed = [(-1) ** i * 0.2 for i in range(25)]
+    assert sign_flip_p_value(mixed) == 1.0
+
+
+def test_the_exact_count_agrees_with_listing_every_flip() -> None:
+    import itertools
+
+    differences = [1 / 3, -2 / 3, 0.5, 0.25, -0.25, 1.0, 2 / 3, 0.0, -1 / 6]
+    observed = abs(sum(differences)) - 1e-9
+    flips = list(itertools.product((1, -1), repeat=len(differences)))
+    expected = sum(
+        1
+        for signs in flips
+        if abs(sum(s * d for s, d in zip(signs, differences, strict=True))) >= observed
+    ) / len(flips)
+
+    assert sign_flip_p_value(differences) == pytest.approx(expected)
+
+
+def test_sign_flip_of_unrationalisable_terms_beyond_twenty_is_seeded_monte_carlo() -> None:
+    differences = [math.sqrt(2) * (i % 5 + 1) / 10 for i in range(25)]
     p = sign_flip_p_value(differences)
     assert p == sign_flip_p_value(differences)  # the same data gives the same p
     assert p == pytest.approx(1 / 20_001)  # no random flip is as extreme, identity counted
-    mixed = [(-1) ** i * 0.2 for i in range(25)]
-    assert sign_flip_p_value(mixed) == pytest.approx(1.0, abs=0.05)
 
 
 def test_two_sample_permutation_for_three_passes_against_three_failures() -> None:
