@@ -218,6 +218,9 @@ class Run(models.Model):
     total_tokens = models.BigIntegerField(null=True, blank=True)
     duration_ms = models.BigIntegerField(null=True, blank=True)
     timing_source = models.CharField(max_length=32, choices=TimingSource.choices, blank=True)
+    #: Whether the transcript shows a `Skill` call naming the skill; None without a transcript.
+    #: How invocation is known on negative evals, which carry no meta check.
+    skill_called = models.BooleanField(null=True, blank=True)
     content_hash = models.CharField(max_length=64)
 
     class Meta:

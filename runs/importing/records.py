@@ -96,6 +96,27 @@ class ParsedRun:
     grading: ParsedGrading | None = None
 
 
+def names_skill(value: Any, skill_name: str) -> bool:
+    """Whether a Skill tool argument names the skill (plain, plugin:skill or a staged slug)."""
+    if not isinstance(value, str) or not value:
+        return False
+    return value == skill_name or value.endswith((f":{skill_name}", f"__{skill_name}"))
+
+
+def skill_called(run: ParsedRun, skill_name: str) -> bool | None:
+    """Whether the run's transcript shows a Skill call naming the skill; None without one."""
+    calls = [e for e in run.conversation if e.get("type") == "tool_invocation"]
+    calls = calls or run.tool_invocations
+    if not calls and not run.conversation:
+        return None
+    for call in calls:
+        args = call.get("args")
+        if call.get("name") == "Skill" and isinstance(args, dict):
+            if any(names_skill(args.get(key), skill_name) for key in ("skill", "name", "command")):
+                return True
+    return False
+
+
 @dataclass
 class ParsedCondition:
     name: str

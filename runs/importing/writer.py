@@ -19,8 +19,16 @@ from runs.models import (
     role_for_condition,
 )
 
+from .checks import validity_warnings
 from .detect import natural_key
-from .records import EvalDefinition, ParsedGrading, ParsedIteration, ParsedRun, SkillDefinitions
+from .records import (
+    EvalDefinition,
+    ParsedGrading,
+    ParsedIteration,
+    ParsedRun,
+    SkillDefinitions,
+    skill_called,
+)
 
 KINDS = ("skills", "eval definitions", "iterations", "runs", "reviews")
 
@@ -227,6 +235,7 @@ class Writer:
                 continue
             values = _run_fields(pr)
             values["eval_case"] = cases[pr.eval_id]
+            values["skill_called"] = skill_called(pr, iteration.skill.name)
             if old is None:
                 run = Run(iteration=iteration, condition=conditions[pr.condition], **values)
                 to_create.append((run, pr))
@@ -331,7 +340,7 @@ def _iteration_fields(parsed: ParsedIteration) -> dict[str, object]:
         "judge_model": parsed.judge_model,
         "harness": parsed.harness,
         "generated_at": parsed.generated_at,
-        "validity_warnings": parsed.validity_warnings,
+        "validity_warnings": validity_warnings(parsed),
         "missing_gradings": parsed.missing_gradings,
         "recorded_benchmark": parsed.recorded_benchmark,
         "recorded_aggregates": parsed.recorded_aggregates,

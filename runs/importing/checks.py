@@ -1,0 +1,167 @@
+"""Validity warnings evalsite adds to an iteration as it imports it (SPEC §4.1)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from runs.stats import benchmark_disagreements, build_benchmark
+from runs.stats.rows import RunSample
+
+from .records import ParsedIteration, ParsedRun
+
+#: Findings files and how one run's entry reads as a warning.
+FINDING_FILES = {
+    "stray-writes": "stray-writes.json",
+    "guard-denials": "guard-denials.json",
+    "permission-denials": "permission-denials.json",
+}
+MAX_NAMED = 5
+
+
+def run_name(eval_id: str, condition: str, run_index: int | None, multi: bool) -> str:
+    return f"{eval_id}/{condition}" + (f"/run-{run_index}" if multi and run_index else "")
+
+
+def _names(runs: list[ParsedRun], multi: set[tuple[str, str]]) -> str:
+    names = [
+        run_name(r.eval_id, r.condition, r.run_index, (r.eval_id, r.condition) in multi)
+        for r in runs[:MAX_NAMED]
+    ]
+    more = f" and {len(runs) - MAX_NAMED} more" if len(runs) > MAX_NAMED else ""
+    return ", ".join(names) + more
+
+
+def validity_warnings(parsed: ParsedIteration) -> list[str]:
+    """The source's own warnings, then evalsite's, without repeats."""
+    recorded = list(parsed.validity_warnings)
+    ours: list[str] = []
+    cells = Counter((r.eval_id, r.condition) for r in parsed.runs)
+    multi = {cell for cell, n in cells.items() if n > 1}
+
+    by_eval: dict[str, dict[str, int]] = defaultdict(dict)
+    for (eval_id, condition), n in cells.items():
+        by_eval[eval_id][condition] = n
+    for eval_id, counts in sorted(by_eval.items()):
+        if len(set(counts.values())) > 1:
+            detail = ", ".join(f"{c} {n}" for c, n in sorted(counts.items()))
+            ours.append(f"uneven run counts on {eval_id}: {detail}")
+
+    errored = [r for r in parsed.runs if r.status == "errored"]
+    if errored:
+        ours.append(
+            f"{len(errored)} run(s) errored and are left out of pass rates: "
+            + _names(errored, multi)
+        )
+    ungraded = [r for r in parsed.runs if r.grading is None and r.status != "errored"]
+    if ungraded:
+        ours.append(f"{len(ungraded)} run(s) have no grading: " + _names(ungraded, multi))
+
+    empty = sorted({r.eval_id for r in parsed.runs if r.grading and r.grading.total == 0})
+    if empty:
+        ours.append(
+            "eval(s) with zero assertions score 0 in eval-magic's pass rate: " + ", ".join(empty)
+        )
+
+    loading = {c.name for c in parsed.conditions if c.loads_skill}
+    for condition in sorted(loading):
+        verdicts = [
+            r.grading.skill_invoked
+            for r in parsed.runs
+            if r.condition == condition
+            and r.grading is not None
+            and r.grading.skill_invoked is not None
+            and _should_trigger(parsed, r.eval_id)
+        ]
+        already = any("invocation" in w and condition in w for w in recorded)
+        if verdicts and not all(verdicts) and not already:
+            ours.append(
+                f"{condition} invoked the skill in {sum(verdicts)} of {len(verdicts)} run(s) "
+                f"({100 * sum(verdicts) / len(verdicts):.0f}%): the comparison is diluted"
+            )
+
+    ours.extend(_finding_warnings(parsed, recorded))
+    ours.extend(_benchmark_cross_check(parsed))
+    return list(dict.fromkeys(recorded + ours))
+
+
+def _should_trigger(parsed: ParsedIteration, eval_id: str) -> bool:
+    definition = parsed.evals.get(eval_id)
+    return definition is None or definition.skill_should_trigger
+
+
+def _finding_warnings(parsed: ParsedIteration, recorded: list[str]) -> list[str]:
+    warnings = []
+    for kind, filename in FINDING_FILES.items():
+        report = parsed.findings.get(kind)
+        if not report or any(filename in w for w in recorded):
+            continue  # the source already warned about this file
+        key = "runs" if kind == "stray-writes" else "tasks"
+        for entry in report.get(key) or []:
+            where = run_name(
+                entry["eval_id"], entry["condition"], entry.get("run_index"), multi=True
+            )
+            if kind == "stray-writes":
+                count = len(entry.get("violations") or [])
+                if count:
+                    warnings.append(
+                        f"{where} wrote {count} file(s) outside its task environment ({filename})"
+                    )
+            elif kind == "guard-denials":
+                warnings.append(
+                    f"{where}: {entry['denial_count']} tool call(s) blocked by the write guard "
+                    f"({filename})"
+                )
+            else:
+                refused = entry["denial_count"] - entry.get("guard_attributed_count", 0)
+                if refused > 0:
+                    warnings.append(
+                        f"{where}: {refused} tool call(s) refused by the harness ({filename})"
+                    )
+    return warnings
+
+
+def recomputed_benchmark(parsed: ParsedIteration, recorded: dict[str, Any]) -> dict[str, Any]:
+    """SPEC §4.1 figures recomputed from the iteration's runs, in the recorded order."""
+    samples = [
+        RunSample(
+            eval_id=r.eval_id,
+            condition=r.condition,
+            run_index=r.run_index,
+            pass_rate=r.grading.pass_rate if r.grading and r.status != "errored" else None,
+            duration_ms=r.duration_ms,
+            total_tokens=r.total_tokens,
+            skill_invoked=r.grading.skill_invoked if r.grading else None,
+        )
+        for r in parsed.runs
+    ]
+    return build_benchmark(
+        samples,
+        mode=parsed.mode,
+        conditions_compared=recorded["conditions_compared"],
+        skill_conditions={c.name for c in parsed.conditions if c.loads_skill},
+        generated=recorded.get("generated", ""),
+        baseline=recorded.get("baseline"),
+    )
+
+
+def _benchmark_cross_check(parsed: ParsedIteration) -> list[str]:
+    recorded = parsed.recorded_benchmark
+    if not recorded or "conditions_compared" not in recorded:
+        return []  # only eval-magic benchmarks carry figures to check
+    names = {c.name for c in parsed.conditions}
+    if not set(recorded["conditions_compared"]) <= names:
+        return [
+            "recorded benchmark.json compares "
+            + " and ".join(recorded["conditions_compared"])
+            + ", which are not both in this iteration"
+        ]
+    has_timing = any(r.duration_ms is not None or r.total_tokens is not None for r in parsed.runs)
+    problems = benchmark_disagreements(
+        recomputed_benchmark(parsed, recorded), recorded, include_timing=has_timing
+    )
+    if not problems:
+        return []
+    shown = "; ".join(problems[:MAX_NAMED])
+    more = f" (and {len(problems) - MAX_NAMED} more)" if len(problems) > MAX_NAMED else ""
+    return [f"recorded benchmark.json disagrees with the gradings: {shown}{more}"]
