@@ -109,12 +109,12 @@ def skill_called(run: ParsedRun, skill_name: str) -> bool | None:
     calls = calls or run.tool_invocations
     if not calls and not run.conversation:
         return None
-    for call in calls:
-        args = call.get("args")
-        if call.get("name") == "Skill" and isinstance(args, dict):
-            if any(names_skill(args.get(key), skill_name) for key in ("skill", "name", "command")):
-                return True
-    return False
+    return any(
+        call.get("name") == "Skill"
+        and isinstance(args := call.get("args"), dict)
+        and any(names_skill(args.get(key), skill_name) for key in ("skill", "name", "command"))
+        for call in calls
+    )
 
 
 @dataclass
