@@ -194,6 +194,60 @@ class TimingSource(models.TextChoices):
     NONE = "", "not recorded"
 
 
+class RunQuerySet(models.QuerySet):
+    def cell_aggregates(self) -> models.QuerySet:
+        """Per (iteration, condition, eval): run and grading counts, pass-rate, cost sums.
+
+        One GROUP BY over runs joined to their gradings; errored runs count as runs but never
+        in pass rates. This is what trend and overview statistics are computed from.
+        """
+        counted = ~models.Q(status=RunStatus.ERRORED) & models.Q(grading__isnull=False)
+        return (
+            self.order_by()
+            .values(
+                "iteration_id",
+                "eval_id",
+                "condition__name",
+                "condition__role",
+                "condition__loads_skill",
+                "eval_case__skill_should_trigger",
+                "eval_case__weight",
+            )
+            .annotate(
+                runs=models.Count("id"),
+                graded=models.Count("id", filter=counted),
+                pass_sum=models.Sum("grading__pass_rate", filter=counted),
+                errored=models.Count("id", filter=models.Q(status=RunStatus.ERRORED)),
+                zero_assertions=models.Count("id", filter=counted & models.Q(grading__total=0)),
+                invoked=models.Count("id", filter=models.Q(grading__skill_invoked=True)),
+                invocation_n=models.Count(
+                    "id", filter=models.Q(grading__skill_invoked__isnull=False)
+                ),
+                called=models.Count("id", filter=models.Q(skill_called=True)),
+                called_n=models.Count("id", filter=models.Q(skill_called__isnull=False)),
+                tokens_sum=models.Sum("total_tokens"),
+                tokens_n=models.Count("total_tokens"),
+                duration_sum=models.Sum("duration_ms"),
+                duration_n=models.Count("duration_ms"),
+            )
+        )
+
+    def samples(self) -> models.QuerySet:
+        """One row per run: the `runs.stats.RunSample` fields, the condition as condition__name."""
+        return self.order_by("eval_id", "condition__position", "run_index").values(
+            "iteration_id",
+            "eval_id",
+            "run_index",
+            "status",
+            "duration_ms",
+            "total_tokens",
+            "condition__name",
+            pass_rate=models.F("grading__pass_rate"),
+            skill_invoked=models.F("grading__skill_invoked"),
+            invoked_in_transcript=models.F("skill_called"),
+        )
+
+
 class Run(models.Model):
     """One (eval, condition, run index) of an iteration."""
 
@@ -222,6 +276,8 @@ class Run(models.Model):
     #: How invocation is known on negative evals, which carry no meta check.
     skill_called = models.BooleanField(null=True, blank=True)
     content_hash = models.CharField(max_length=64)
+
+    objects = RunQuerySet.as_manager()
 
     class Meta:
         ordering = ["iteration_id", "eval_id", "condition_id", "run_index"]

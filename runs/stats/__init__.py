@@ -71,6 +71,7 @@ from .scores import (
     pass_rate_gain_per_1k_tokens,
     per_eval_scores,
     repeated_run_score,
+    score_from_eval_scores,
     skill_invocation_rate,
 )
 from .verdicts import (
@@ -138,6 +139,7 @@ __all__ = [
     "regularized_incomplete_beta",
     "repeated_run_score",
     "run_sample_from_grading",
+    "score_from_eval_scores",
     "score_sentence",
     "sign_flip_p_value",
     "signed",

@@ -108,7 +108,28 @@ def condition_score(
     (SE = sqrt(n/(n−1) · Σ w_e² (s_e − score)²) / Σ w_e, t on n − 1 df); none for one eval.
     """
     samples = as_run_samples(runs)
-    scores = per_eval_scores(samples, condition)
+    n_runs = sum(1 for r in samples if r.condition == condition and r.graded)
+    return score_from_eval_scores(
+        condition,
+        per_eval_scores(samples, condition),
+        n_runs=n_runs,
+        weights=weights,
+        confidence=confidence,
+    )
+
+
+def score_from_eval_scores(
+    condition: str,
+    scores: Mapping[str, float],
+    *,
+    n_runs: int,
+    weights: Mapping[str, float] | None = None,
+    confidence: float = 0.95,
+) -> ConditionScore | None:
+    """Return the clustered condition score from per-eval scores already aggregated (in SQL).
+
+    Same figures as `condition_score`, for callers that hold per-eval means, not runs.
+    """
     if not scores:
         return None
     estimate = mean_interval(
@@ -118,9 +139,8 @@ def condition_score(
         bounds=PASS_RATE_BOUNDS,
     )
     assert estimate is not None  # scores is not empty
-    n_runs = sum(1 for r in samples if r.condition == condition and r.graded)
     return ConditionScore(
-        condition, estimate.value, estimate.n, n_runs, estimate.se, estimate.interval, scores
+        condition, estimate.value, estimate.n, n_runs, estimate.se, estimate.interval, dict(scores)
     )
 
 

@@ -1,0 +1,239 @@
+"""What pages and the API show about iterations: the statistics module fed from SQL.
+
+Each function here asks the database one page-sized question (one GROUP BY for any number
+of iterations, one row query for a single iteration) and hands plain rows to `runs.stats`,
+so every figure a person reads comes from the same code, with its interval and verdict.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import F
+
+from grading.models import AssertionResult
+
+from . import stats
+from .importing.eval_magic import DEFAULT_ORDER
+from .models import Condition, Iteration, Role, Run
+
+
+@dataclass(frozen=True)
+class ConditionSummary:
+    """One condition of an iteration: its clustered score, invocation and cost."""
+
+    name: str
+    role: str
+    loads_skill: bool
+    score: stats.ConditionScore | None
+    runs: int
+    graded: int
+    errored: int
+    #: Skill-loading conditions, evals that should trigger: meta check, else transcript.
+    invocation: stats.Proportion | None
+    #: Skill-loading conditions, negative evals: a Skill call in the transcript.
+    false_trigger: stats.Proportion | None
+    mean_tokens: float | None
+    mean_duration_ms: float | None
+
+    @property
+    def sentence(self) -> str:
+        return stats.score_sentence(self.score, condition=self.name)
+
+
+@dataclass(frozen=True)
+class IterationSummary:
+    """An iteration's headline: conditions, treatment − control delta and its verdict."""
+
+    iteration: Iteration
+    conditions: list[ConditionSummary]
+    treatment: ConditionSummary | None
+    control: ConditionSummary | None
+    delta: stats.PairedDelta | None
+    verdict: str
+    evals: list[str] = field(default_factory=list)
+    zero_assertion_evals: list[str] = field(default_factory=list)
+
+    @property
+    def token_delta(self) -> float | None:
+        if not self.treatment or not self.control:
+            return None
+        if self.treatment.mean_tokens is None or self.control.mean_tokens is None:
+            return None
+        return self.treatment.mean_tokens - self.control.mean_tokens
+
+    @property
+    def gain_per_1k_tokens(self) -> float | None:
+        """Pass-rate gain per extra 1k tokens the treatment spends; None if it spends none."""
+        if self.delta is None or self.token_delta is None:
+            return None
+        return stats.pass_rate_gain_per_1k_tokens(self.delta.mean, self.token_delta)
+
+
+def _mean(total: float | None, n: int) -> float | None:
+    return total / n if n and total is not None else None
+
+
+def _pick(conditions: list[ConditionSummary], role: str) -> ConditionSummary | None:
+    # Conditions arrive in the source's order: the first of a role is the one compared.
+    return next((c for c in conditions if c.role == role), None)
+
+
+def summarise_iterations(iterations: Sequence[Iteration]) -> dict[int, IterationSummary]:
+    """iteration id → summary, for any number of iterations in one aggregate query."""
+    if not iterations:
+        return {}
+    by_id = {it.pk: it for it in iterations}
+    cells: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for row in Run.objects.filter(iteration_id__in=by_id).cell_aggregates():
+        cells[row["iteration_id"]].append(row)
+    positions = _condition_positions(by_id)
+    return {pk: _summary(by_id[pk], cells.get(pk, []), positions.get(pk, {})) for pk in by_id}
+
+
+def _condition_positions(by_id: dict[int, Iteration]) -> dict[int, dict[str, int]]:
+    positions: dict[int, dict[str, int]] = defaultdict(dict)
+    for iteration_id, name, position in Condition.objects.filter(
+        iteration_id__in=by_id
+    ).values_list("iteration_id", "name", "position"):
+        positions[iteration_id][name] = position
+    return positions
+
+
+def _summary(
+    iteration: Iteration, rows: list[dict[str, Any]], positions: dict[str, int]
+) -> IterationSummary:
+    by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_condition[row["condition__name"]].append(row)
+    weights = {r["eval_id"]: r["eval_case__weight"] for r in rows}
+    conditions = [
+        _condition(name, cond_rows, weights)
+        for name, cond_rows in sorted(
+            by_condition.items(), key=lambda item: (positions.get(item[0], 99), item[0])
+        )
+    ]
+    treatment, control = _pick(conditions, Role.TREATMENT), _pick(conditions, Role.CONTROL)
+    delta = None
+    if treatment and control and treatment.score and control.score:
+        delta = stats.paired_delta(
+            treatment.score.per_eval,
+            control.score.per_eval,
+            treatment=treatment.name,
+            control=control.name,
+            weights=weights,
+        )
+    if treatment and control:
+        verdict = stats.delta_verdict(delta, treatment=treatment.name, control=control.name)
+    elif conditions:
+        verdict = f"only {conditions[0].name} ran: nothing to compare it with"
+    else:
+        verdict = "no runs"
+    return IterationSummary(
+        iteration=iteration,
+        conditions=conditions,
+        treatment=treatment,
+        control=control,
+        delta=delta,
+        verdict=verdict,
+        evals=sorted({r["eval_id"] for r in rows}),
+        zero_assertion_evals=sorted({r["eval_id"] for r in rows if r["zero_assertions"]}),
+    )
+
+
+def _condition(
+    name: str, rows: list[dict[str, Any]], weights: dict[str, float]
+) -> ConditionSummary:
+    first = rows[0]
+    per_eval = {r["eval_id"]: r["pass_sum"] / r["graded"] for r in rows if r["graded"]}
+    graded = sum(r["graded"] for r in rows)
+    loads = first["condition__loads_skill"]
+    invocation = false_trigger = None
+    if loads:
+        positive = [r for r in rows if r["eval_case__skill_should_trigger"]]
+        negative = [r for r in rows if not r["eval_case__skill_should_trigger"]]
+        # The meta check is the grader's verdict; without one, the transcript tells.
+        invoked = sum(r["invoked"] if r["invocation_n"] else r["called"] for r in positive)
+        checked = sum(r["invocation_n"] or r["called_n"] for r in positive)
+        invocation = _proportion(invoked, checked) if checked else None
+        if negative:
+            false_trigger = _proportion(
+                sum(r["called"] for r in negative), sum(r["called_n"] for r in negative)
+            )
+    tokens_n = sum(r["tokens_n"] for r in rows)
+    duration_n = sum(r["duration_n"] for r in rows)
+    return ConditionSummary(
+        name=name,
+        role=first["condition__role"],
+        loads_skill=loads,
+        score=stats.score_from_eval_scores(name, per_eval, n_runs=graded, weights=weights),
+        runs=sum(r["runs"] for r in rows),
+        graded=graded,
+        errored=sum(r["errored"] for r in rows),
+        invocation=invocation,
+        false_trigger=false_trigger,
+        mean_tokens=_mean(sum(r["tokens_sum"] or 0 for r in rows), tokens_n),
+        mean_duration_ms=_mean(sum(r["duration_sum"] or 0 for r in rows), duration_n),
+    )
+
+
+def _proportion(successes: int, n: int) -> stats.Proportion:
+    return stats.Proportion(successes, n, stats.wilson_interval(successes, n))
+
+
+def run_samples(iteration: Iteration) -> list[dict[str, Any]]:
+    """The iteration's runs as `RunSample` rows; errored runs have no pass rate."""
+    rows = list(Run.objects.filter(iteration=iteration).samples())
+    for row in rows:
+        row["condition"] = row.pop("condition__name")
+        if row["status"] == "errored":
+            row["pass_rate"] = None
+    return rows
+
+
+def assertion_outcomes(iterations: Iterable[Iteration]) -> list[dict[str, Any]]:
+    """Every substantive assertion result of the iterations, as `AssertionOutcome` rows."""
+    return list(
+        AssertionResult.objects.filter(grading__run__iteration__in=list(iterations), is_meta=False)
+        .exclude(grading__run__status="errored")
+        .order_by()
+        .values(
+            "assertion_id",
+            "passed",
+            iteration_id=F("grading__run__iteration_id"),
+            eval_id=F("grading__run__eval_id"),
+            condition=F("grading__run__condition__name"),
+            run_index=F("grading__run__run_index"),
+        )
+    )
+
+
+def eval_magic_benchmark(iteration: Iteration) -> dict[str, Any]:
+    """SPEC §4.1: the benchmark.json eval-magic would write for this iteration, recomputed."""
+    conditions = list(iteration.conditions.all())
+    names = [c.name for c in conditions]
+    recorded = (iteration.recorded_benchmark or {}).get("conditions_compared")
+    if recorded and set(recorded) <= set(names):
+        compared = list(recorded)
+    elif set(DEFAULT_ORDER[iteration.mode]) <= set(names):
+        compared = DEFAULT_ORDER[iteration.mode]  # eval-magic's order for the mode
+    else:
+        compared = names[:2]
+    if len(compared) < 2:
+        raise ValueError(f"{iteration} has one condition; a benchmark compares two")
+    generated = ""
+    if iteration.generated_at:
+        generated = iteration.generated_at.isoformat().replace("+00:00", "Z")
+    return stats.build_benchmark(
+        run_samples(iteration),
+        mode=iteration.mode,
+        conditions_compared=compared,
+        skill_conditions={c.name for c in conditions if c.loads_skill},
+        generated=generated,
+        baseline=iteration.baseline or None,
+        validity_warnings=iteration.validity_warnings,
+        outcomes=assertion_outcomes([iteration]),
+    )

@@ -1,0 +1,50 @@
+"""`manage.py benchmark SKILL ITERATION`: eval-magic's benchmark.json, recomputed."""
+
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from runs.analysis import eval_magic_benchmark
+from runs.models import Iteration
+
+
+class Command(BaseCommand):
+    help = (
+        "Print an iteration's benchmark.json as eval-magic computes it (SPEC 4.1), from the "
+        "gradings in the database. ITERATION is evalsite's number or the source's label."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("skill")
+        parser.add_argument("iteration")
+
+    def handle(self, *args: object, skill: str, iteration: str, **options: object) -> None:
+        found = Iteration.objects.filter(skill__name=skill)
+        if not found.exists():
+            raise CommandError(f"no skill named {skill!r}")
+        matches = list(
+            found.filter(number=int(iteration))
+            if iteration.isdigit()
+            else found.filter(label=iteration)
+        )
+        if not matches:
+            raise CommandError(f"{skill} has no iteration {iteration!r}")
+        if len(matches) > 1:
+            numbers = ", ".join(str(m.number) for m in matches)
+            raise CommandError(
+                f"{skill} has several iterations labelled {iteration!r} (numbers {numbers}); "
+                "give the number"
+            )
+        try:
+            benchmark = eval_magic_benchmark(matches[0])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(json.dumps(benchmark, indent=2, ensure_ascii=False))
+        if matches[0].recorded_aggregates:
+            # A promoted baseline's gradings carry no timing: say where the figures are.
+            self.stderr.write(
+                "note: duration_ms and total_tokens are n: 0 because this iteration's runs "
+                "carry no timing; its recorded benchmark.json has them (see the admin)."
+            )
