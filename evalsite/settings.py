@@ -141,6 +141,13 @@ STORAGES = {
     },
 }
 
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    # plotly.js from the installed plotly package, so it always matches the figures we build.
+    "evalsite.staticfinders.PlotlyJsFinder",
+]
+
 LOGIN_URL = "admin:login"
 
 # Where runevals writes iteration folders (and where the sample lives once copied).

@@ -95,9 +95,18 @@ class EvalCase(models.Model):
 
 
 class IterationQuerySet(models.QuerySet):
-    def for_skill(self, skill: Skill) -> IterationQuerySet:
-        """The skill's iterations, oldest first (evalsite's numbering)."""
-        return self.filter(skill=skill).order_by("number")
+    def light(self) -> IterationQuerySet:
+        """Iterations without their large recorded documents, for lists and trends."""
+        return self.select_related("skill").defer(
+            "recorded_benchmark",
+            "recorded_aggregates",
+            "provenance",
+            "skill_snapshot",
+            "notes",
+            "findings",
+            "extra",
+            "skill__notes",
+        )
 
 
 class Iteration(models.Model):
@@ -267,6 +276,8 @@ class Run(models.Model):
     conversation = models.JSONField(default=list)
     #: run.json `tool_invocations`.
     tool_invocations = models.JSONField(default=list)
+    #: len(conversation), kept so pages can say "200 events" without loading them.
+    conversation_events = models.PositiveIntegerField(default=0)
     #: Everything else the run folder held: diff-scope, command checks, outputs list, …
     artifacts = models.JSONField(default=dict)
     total_tokens = models.BigIntegerField(null=True, blank=True)

@@ -364,6 +364,7 @@ def _run_fields(pr: ParsedRun) -> dict[str, object]:
         "final_message": pr.final_message,
         "conversation": pr.conversation,
         "tool_invocations": pr.tool_invocations,
+        "conversation_events": len(pr.conversation),
         "artifacts": pr.artifacts,
         "total_tokens": pr.total_tokens,
         "duration_ms": pr.duration_ms,

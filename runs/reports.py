@@ -1,0 +1,262 @@
+"""The data behind the iteration and compare pages, built from a fixed number of queries."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import stats
+from .analysis import (
+    IterationSummary,
+    assertion_outcomes,
+    run_samples,
+    summarise_iterations,
+)
+from .models import EvalCase, Iteration
+
+#: Filters of the iteration page, in the order the form shows them.
+FILTERS = ("failures", "flaky", "changed")
+
+
+@dataclass
+class Cell:
+    """One eval × condition of an iteration."""
+
+    condition: str
+    runs: int = 0
+    graded: int = 0
+    errored: int = 0
+    pass_rates: list[float] = field(default_factory=list)
+    flaky: list[str] = field(default_factory=list)
+
+    @property
+    def score(self) -> float | None:
+        return sum(self.pass_rates) / len(self.pass_rates) if self.pass_rates else None
+
+    @property
+    def missing(self) -> int:
+        return self.runs - self.graded - self.errored
+
+
+@dataclass
+class EvalRow:
+    eval_id: str
+    case: EvalCase | None
+    cells: list[Cell]
+    treatment_score: float | None
+    delta: float | None
+    zero_assertions: bool
+    previous_treatment: float | None
+    is_new: bool
+
+    @property
+    def failures(self) -> bool:
+        return any(c.score is not None and c.score < 1 for c in self.cells)
+
+    @property
+    def flaky(self) -> bool:
+        return any(c.flaky for c in self.cells)
+
+    @property
+    def changed(self) -> bool:
+        """New since the previous iteration, or its treatment score moved."""
+        return self.is_new or self.treatment_score != self.previous_treatment
+
+    @property
+    def tags(self) -> list[str]:
+        return list(self.case.tags) if self.case else []
+
+
+@dataclass
+class IterationDetail:
+    summary: IterationSummary
+    previous: Iteration | None
+    conditions: list[str]
+    rows: list[EvalRow]
+    assertion_classes: dict[str, list[stats.AssertionContrast]]
+    flaky: list[stats.AssertionTally]
+    repeated: dict[str, stats.RepeatedRunScore]
+    tags: list[str]
+
+    def filtered(
+        self, *, tag: str = "", only: set[str] | frozenset[str] = frozenset()
+    ) -> list[EvalRow]:
+        """The matrix rows that pass the page's filters."""
+        rows = self.rows
+        if tag:
+            rows = [r for r in rows if tag in r.tags]
+        for name in FILTERS:
+            if name in only:
+                rows = [r for r in rows if getattr(r, name)]
+        return rows
+
+
+def iteration_detail(iteration: Iteration) -> IterationDetail:
+    """Everything the iteration page shows: summary, matrix, assertion analysis."""
+    previous = (
+        Iteration.objects.filter(skill_id=iteration.skill_id, number__lt=iteration.number)
+        .order_by("-number")
+        .first()
+    )
+    summaries = summarise_iterations([iteration, *([previous] if previous else [])])
+    summary = summaries[iteration.pk]
+    samples = run_samples(iteration)
+    outcomes = assertion_outcomes([iteration])
+    conditions = [c.name for c in summary.conditions]
+    treatment = summary.treatment.name if summary.treatment else None
+    control = summary.control.name if summary.control else None
+
+    tallies = stats.assertion_tallies(outcomes)
+    flaky = [t for t in tallies if t.flaky]
+    flaky_by_cell: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for tally in flaky:
+        flaky_by_cell[(tally.eval_id, tally.condition)].append(tally.assertion_id)
+
+    cells: dict[tuple[str, str], Cell] = {}
+    for sample in samples:
+        key = (sample["eval_id"], sample["condition"])
+        cell = cells.setdefault(key, Cell(sample["condition"], flaky=flaky_by_cell[key]))
+        cell.runs += 1
+        if sample["status"] == "errored":
+            cell.errored += 1
+        elif sample["pass_rate"] is not None:
+            cell.graded += 1
+            cell.pass_rates.append(sample["pass_rate"])
+
+    previous_scores: dict[str, float] = {}
+    if previous and (prev := summaries[previous.pk]).treatment and prev.treatment.score:
+        previous_scores = dict(prev.treatment.score.per_eval)
+    cases = {
+        case.eval_id: case for case in EvalCase.objects.filter(runs__iteration=iteration).distinct()
+    }
+    rows = []
+    for eval_id in summary.evals:
+        row_cells = [cells.get((eval_id, name), Cell(name)) for name in conditions]
+        by_name = {c.condition: c for c in row_cells}
+        t = by_name[treatment].score if treatment else None
+        c = by_name[control].score if control else None
+        rows.append(
+            EvalRow(
+                eval_id=eval_id,
+                case=cases.get(eval_id),
+                cells=row_cells,
+                treatment_score=t,
+                delta=t - c if t is not None and c is not None else None,
+                zero_assertions=eval_id in summary.zero_assertion_evals,
+                previous_treatment=previous_scores.get(eval_id),
+                is_new=previous is not None and eval_id not in previous_scores,
+            )
+        )
+
+    classes: dict[str, list[stats.AssertionContrast]] = {}
+    if treatment and control:
+        classes = {
+            str(k): v
+            for k, v in stats.assertion_classes(
+                outcomes, treatment=treatment, control=control
+            ).items()
+        }
+    repeated = {}
+    for name in conditions:
+        runs_per_eval = [c.graded for (_, cond), c in cells.items() if cond == name]
+        if runs_per_eval and min(runs_per_eval) > 1:
+            score = stats.repeated_run_score(samples, name, k=min(runs_per_eval))
+            if score:
+                repeated[name] = score
+    tags = sorted({tag for case in cases.values() for tag in case.tags})
+    return IterationDetail(summary, previous, conditions, rows, classes, flaky, repeated, tags)
+
+
+@dataclass
+class Comparison:
+    """Two iterations of a skill (or two conditions of one) side by side."""
+
+    before: Iteration
+    after: Iteration
+    before_side: stats.IterationRuns
+    after_side: stats.IterationRuns
+    result: stats.IterationComparison
+    warnings: list[str]
+
+    @property
+    def verdict(self) -> str:
+        return stats.delta_verdict(
+            self.result.treatment_change,
+            treatment=self.after_side.label,
+            control=self.before_side.label,
+        )
+
+
+def _side(
+    iteration: Iteration, summary: IterationSummary, condition: str | None, label: str
+) -> stats.IterationRuns:
+    if condition:
+        treatment, control = condition, None
+    else:
+        first = summary.treatment or (summary.conditions[0] if summary.conditions else None)
+        treatment = first.name if first else ""
+        control = summary.control.name if summary.control else None
+    return stats.IterationRuns(
+        label=label,
+        treatment=treatment,
+        control=control,
+        runs=run_samples(iteration),
+        outcomes=assertion_outcomes([iteration]),
+    )
+
+
+def _profile(iteration: Iteration, outcomes: Sequence[Any]) -> stats.IterationProfile:
+    fingerprints = dict(
+        iteration.runs.order_by().values_list("eval_id", "eval_case__fingerprint").distinct()
+    )
+    assertion_ids: dict[str, set[str]] = defaultdict(set)
+    for outcome in outcomes:
+        assertion_ids[outcome["eval_id"]].add(outcome["assertion_id"])
+    return stats.IterationProfile(
+        label=f"#{iteration.number}",
+        eval_fingerprints=fingerprints,
+        assertion_ids=assertion_ids,
+        agent_model=iteration.agent_model or None,
+        judge_model=iteration.judge_model or None,
+        harness=iteration.harness or None,
+        mode=iteration.mode,
+    )
+
+
+def compare(
+    before: Iteration,
+    after: Iteration,
+    *,
+    before_condition: str | None = None,
+    after_condition: str | None = None,
+) -> Comparison:
+    """Compare two iterations (treatment and delta), or one condition with another.
+
+    Without conditions each side is its iteration's treatment and control. With them, each
+    side is that condition alone (e.g. with_skill against without_skill of one iteration),
+    and there is no delta to compare.
+    """
+    summaries = summarise_iterations([before, after])
+    same = before.pk == after.pk
+    b = _side(
+        before,
+        summaries[before.pk],
+        before_condition,
+        before_condition if same and before_condition else f"#{before.number}",
+    )
+    a = _side(
+        after,
+        summaries[after.pk],
+        after_condition,
+        after_condition if same and after_condition else f"#{after.number}",
+    )
+    weights = dict(after.runs.order_by().values_list("eval_id", "eval_case__weight").distinct())
+    result = stats.compare_iterations(b, a, weights=weights)
+    warnings = []
+    if not same:
+        warnings = stats.comparison_warnings(
+            _profile(before, b.outcomes), _profile(after, a.outcomes)
+        )
+    return Comparison(before, after, b, a, result, warnings)

@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from . import views
+
+app_name = "runs"
+
+iteration = "skills/<str:skill>/iterations/<int:number>/"
+run = iteration + "evals/<str:eval_id>/<str:condition>/<int:run>/"
+
+urlpatterns = [
+    path("", views.overview, name="overview"),
+    path("skills/<str:skill>/", views.skill_page, name="skill"),
+    path("skills/<str:skill>/compare/", views.compare_page, name="compare"),
+    path(iteration, views.iteration_page, name="iteration"),
+    path(iteration + "benchmark.json", views.benchmark_json, name="benchmark"),
+    path(iteration + "evals/<str:eval_id>/", views.eval_page, name="eval"),
+    path(run, views.run_page, name="run"),
+    path(run + "conversation/", views.conversation_fragment, name="conversation"),
+]

@@ -1,0 +1,277 @@
+"""Dashboard pages. Every view's state is in its URL, so any address can be shared."""
+
+from __future__ import annotations
+
+from django import forms
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from . import charts
+from .analysis import eval_magic_benchmark
+from .models import Iteration, Run, Skill
+from .overview import skill_rows, sort_rows, trend_points
+from .reports import FILTERS, compare, iteration_detail
+
+
+def get_skill(name: str) -> Skill:
+    try:
+        return Skill.objects.get(name=name)
+    except Skill.DoesNotExist:
+        raise Http404(f"No skill named “{name}”.") from None
+
+
+def get_iteration(skill: Skill, number: int) -> Iteration:
+    try:
+        return Iteration.objects.select_related("skill").get(skill=skill, number=number)
+    except Iteration.DoesNotExist:
+        raise Http404(f"{skill.name} has no iteration #{number}.") from None
+
+
+class OverviewForm(forms.Form):
+    q = forms.CharField(required=False)
+    sort = forms.ChoiceField(
+        required=False,
+        choices=[
+            (k, k)
+            for k in (
+                "name",
+                "-name",
+                "delta",
+                "-delta",
+                "updated",
+                "-updated",
+                "warnings",
+                "-warnings",
+            )
+        ],
+    )
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def overview(request: HttpRequest) -> HttpResponse:
+    form = OverviewForm(request.GET)
+    query, sort = "", "-updated"
+    if form.is_valid():
+        query, sort = form.cleaned_data["q"], form.cleaned_data["sort"] or sort
+    rows = sort_rows(skill_rows(query=query), sort)
+    template = "runs/overview.html"
+    if request.htmx:
+        template += "#skill-table"
+    return render(
+        request,
+        template,
+        {
+            "rows": rows,
+            "form": form,
+            "query": query,
+            "sort": sort,
+            "any_skills": bool(rows) or Skill.objects.exists(),
+        },
+    )
+
+
+@require_GET
+def skill_page(request: HttpRequest, skill: str) -> HttpResponse:
+    found = get_skill(skill)
+    points, summaries = trend_points(found)
+    figures = {}
+    if points:
+        figures = {
+            "score": charts.score_trend_figure(points),
+            "delta": charts.delta_trend_figure(points),
+            "invocation": charts.invocation_trend_figure(points),
+            "cost": charts.cost_trend_figure(points),
+        }
+    return render(
+        request,
+        "runs/skill.html",
+        {"skill": found, "summaries": summaries, "figures": figures},
+    )
+
+
+class IterationFilterForm(forms.Form):
+    tag = forms.CharField(required=False)
+    only = forms.MultipleChoiceField(
+        required=False,
+        choices=[
+            ("failures", "only failures"),
+            ("flaky", "only flaky"),
+            ("changed", "only changed vs previous"),
+        ],
+        widget=forms.CheckboxSelectMultiple,
+    )
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def iteration_page(request: HttpRequest, skill: str, number: int) -> HttpResponse:
+    iteration = get_iteration(get_skill(skill), number)
+    detail = iteration_detail(iteration)
+    form = IterationFilterForm(request.GET)
+    tag, only = "", set()
+    if form.is_valid():
+        tag, only = form.cleaned_data["tag"], set(form.cleaned_data["only"])
+    template = "runs/iteration.html"
+    if request.htmx:
+        template += "#matrix"
+    return render(
+        request,
+        template,
+        {
+            "skill": iteration.skill,
+            "iteration": iteration,
+            "detail": detail,
+            "summary": detail.summary,
+            "rows": detail.filtered(tag=tag, only=only),
+            "form": form,
+            "filters": FILTERS,
+            "reviews": _reviews(iteration),
+        },
+    )
+
+
+def _reviews(iteration: Iteration) -> list:
+    from grading.models import Review
+
+    return list(
+        Review.objects.filter(run__iteration=iteration)
+        .select_related("run__condition", "author")
+        .order_by("created_at")
+    )
+
+
+@require_GET
+def benchmark_json(request: HttpRequest, skill: str, number: int) -> JsonResponse:
+    iteration = get_iteration(get_skill(skill), number)
+    try:
+        data = eval_magic_benchmark(iteration)
+    except ValueError as exc:
+        raise Http404(str(exc)) from None
+    return JsonResponse(data, json_dumps_params={"indent": 2, "ensure_ascii": False})
+
+
+class CompareForm(forms.Form):
+    a = forms.IntegerField(min_value=1)
+    b = forms.IntegerField(min_value=1)
+    ca = forms.CharField(required=False)
+    cb = forms.CharField(required=False)
+
+
+@require_GET
+def compare_page(request: HttpRequest, skill: str) -> HttpResponse:
+    found = get_skill(skill)
+    iterations = list(Iteration.objects.filter(skill=found).order_by("number"))
+    form = CompareForm(request.GET or None)
+    comparison = None
+    if form.is_bound and form.is_valid():
+        data = form.cleaned_data
+        before = get_iteration(found, data["a"])
+        after = get_iteration(found, data["b"])
+        for iteration, name in ((before, data["ca"]), (after, data["cb"])):
+            if name and not iteration.conditions.filter(name=name).exists():
+                raise Http404(f"Iteration #{iteration.number} has no condition “{name}”.")
+        comparison = compare(
+            before,
+            after,
+            before_condition=data["ca"] or None,
+            after_condition=data["cb"] or None,
+        )
+    elif not form.is_bound and len(iterations) >= 2:
+        # No choice yet: suggest the latest iteration against the one before.
+        form = CompareForm(initial={"a": iterations[-2].number, "b": iterations[-1].number})
+    conditions = sorted(
+        {name for it in iterations for name in it.conditions.values_list("name", flat=True)}
+    )
+    return render(
+        request,
+        "runs/compare.html",
+        {
+            "skill": found,
+            "iterations": iterations,
+            "conditions": conditions,
+            "form": form,
+            "comparison": comparison,
+        },
+    )
+
+
+def _eval_runs(iteration: Iteration, eval_id: str):
+    return (
+        Run.objects.filter(iteration=iteration, eval_id=eval_id)
+        .select_related("condition", "grading", "eval_case")
+        .prefetch_related("grading__results", "reviews__author")
+        .defer("conversation", "tool_invocations")
+        .order_by("condition__position", "run_index")
+    )
+
+
+@require_GET
+def eval_page(request: HttpRequest, skill: str, number: int, eval_id: str) -> HttpResponse:
+    iteration = get_iteration(get_skill(skill), number)
+    runs = list(_eval_runs(iteration, eval_id))
+    if not runs:
+        raise Http404(f"Iteration #{number} of {skill} has no eval “{eval_id}”.")
+    columns: dict[str, list[Run]] = {}
+    for run in runs:
+        columns.setdefault(run.condition.name, []).append(run)
+    return render(
+        request,
+        "runs/eval.html",
+        {
+            "skill": iteration.skill,
+            "iteration": iteration,
+            "eval_id": eval_id,
+            "case": runs[0].eval_case,
+            "columns": columns,
+        },
+    )
+
+
+def get_run(skill: str, number: int, eval_id: str, condition: str, run_index: int) -> Run:
+    iteration = get_iteration(get_skill(skill), number)
+    try:
+        return (
+            Run.objects.select_related("condition", "grading", "eval_case", "iteration__skill")
+            .prefetch_related("grading__results", "reviews__author")
+            .get(
+                iteration=iteration,
+                eval_id=eval_id,
+                condition__name=condition,
+                run_index=run_index,
+            )
+        )
+    except Run.DoesNotExist:
+        raise Http404(
+            f"Iteration #{number} of {skill} has no run {run_index} of “{eval_id}” "
+            f"under {condition}."
+        ) from None
+
+
+@require_GET
+def run_page(
+    request: HttpRequest, skill: str, number: int, eval_id: str, condition: str, run: int
+) -> HttpResponse:
+    found = get_run(skill, number, eval_id, condition, run)
+    return render(
+        request,
+        "runs/run.html",
+        {
+            "skill": found.iteration.skill,
+            "iteration": found.iteration,
+            "eval_id": eval_id,
+            "case": found.eval_case,
+            "run": found,
+        },
+    )
+
+
+@require_GET
+def conversation_fragment(
+    request: HttpRequest, skill: str, number: int, eval_id: str, condition: str, run: int
+) -> HttpResponse:
+    """A run's conversation alone, loaded on demand into the eval page by htmx."""
+    found = get_run(skill, number, eval_id, condition, run)
+    return render(request, "runs/run.html#conversation", {"run": found})

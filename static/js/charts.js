@@ -1,0 +1,174 @@
+/*
+ * evalsite charts and the "copy link" button. Plain ES2017, no build step, no inline handlers.
+ *
+ * Charts: <div data-chart="score-trend">fallback table</div> names the id of a
+ * <script type="application/json" id="score-trend"> written by Django's json_script. With
+ * plotly.js loaded, the figure replaces the fallback; without JavaScript the table stays.
+ * Runs on DOMContentLoaded and after every htmx swap. Clicking a point opens the page in its
+ * customdata[0] (runs/charts.py puts the iteration's URL there), same-origin only.
+ *
+ * Copy link: any [data-copy-link] button copies the page's address (or the attribute's
+ * value, when it has one) and says "Copied" for 2 seconds.
+ */
+(function () {
+  "use strict";
+
+  var PLOT_CONFIG = { displaylogo: false, responsive: true };
+  var COPIED_FOR_MS = 2000;
+
+  function readFigure(id) {
+    var script = document.getElementById(id);
+    if (!script || script.tagName !== "SCRIPT" || script.type !== "application/json") {
+      return null;
+    }
+    try {
+      return JSON.parse(script.textContent);
+    } catch (error) {
+      console.warn("evalsite: chart data #" + id + " is not valid JSON", error);
+      return null;
+    }
+  }
+
+  // Only follow links back into this site: customdata is data, not a place to trust.
+  function sameOriginUrl(value) {
+    if (typeof value !== "string" || value === "") {
+      return null;
+    }
+    try {
+      var url = new URL(value, window.location.href);
+      return url.origin === window.location.origin ? url.href : null;
+    } catch (error) {
+      return null;
+    }
+  }
+
+  function followClickedPoint(event) {
+    var point = event && event.points && event.points[0];
+    var url = sameOriginUrl(point && point.customdata && point.customdata[0]);
+    if (url) {
+      window.location.assign(url);
+    }
+  }
+
+  function renderChart(element) {
+    if (element.hasAttribute("data-chart-rendered")) {
+      return;
+    }
+    var figure = readFigure(element.getAttribute("data-chart"));
+    if (!figure) {
+      return; // keep the fallback table
+    }
+    element.setAttribute("data-chart-rendered", "");
+    element.textContent = "";
+    window.Plotly.newPlot(element, figure.data || [], figure.layout || {}, PLOT_CONFIG).then(
+      function (plot) {
+        plot.on("plotly_click", followClickedPoint);
+      },
+      function (error) {
+        console.warn("evalsite: could not draw chart", error);
+      }
+    );
+  }
+
+  function renderCharts() {
+    if (!window.Plotly) {
+      return; // plotly.js did not load: the fallback tables are the charts
+    }
+    document.querySelectorAll("[data-chart]").forEach(renderChart);
+  }
+
+  // Plotly keeps a window resize listener per responsive plot; free it when htmx removes one.
+  function purgeChart(event) {
+    var element = event.detail && event.detail.elt;
+    var rendered = element && element.hasAttribute && element.hasAttribute("data-chart-rendered");
+    if (window.Plotly && rendered) {
+      window.Plotly.purge(element);
+    }
+  }
+
+  function copyWithTextarea(text) {
+    var area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    area.style.position = "fixed";
+    area.style.opacity = "0";
+    document.body.appendChild(area);
+    area.select();
+    var copied = false;
+    try {
+      copied = document.execCommand("copy");
+    } finally {
+      area.remove();
+    }
+    return copied ? Promise.resolve() : Promise.reject(new Error("copy refused"));
+  }
+
+  function copyText(text) {
+    // navigator.clipboard needs a secure context (https or localhost); plain-http
+    // deployments on a private network still get the older route.
+    if (navigator.clipboard && window.isSecureContext) {
+      return navigator.clipboard.writeText(text).catch(function () {
+        return copyWithTextarea(text);
+      });
+    }
+    return copyWithTextarea(text);
+  }
+
+  function flash(button, message) {
+    if (!button.hasAttribute("data-copy-label")) {
+      button.setAttribute("data-copy-label", button.textContent);
+    }
+    button.textContent = message;
+    window.clearTimeout(button._evalsiteCopyTimer);
+    button._evalsiteCopyTimer = window.setTimeout(function () {
+      button.textContent = button.getAttribute("data-copy-label");
+      button.removeAttribute("data-copy-label");
+    }, COPIED_FOR_MS);
+  }
+
+  function onClick(event) {
+    var button = event.target.closest && event.target.closest("[data-copy-link]");
+    if (!button) {
+      return;
+    }
+    event.preventDefault();
+    var text = button.getAttribute("data-copy-link") || window.location.href;
+    copyText(text).then(
+      function () {
+        flash(button, "Copied");
+      },
+      function () {
+        flash(button, "Copy failed");
+      }
+    );
+  }
+
+  // A copy button does nothing without JavaScript, so templates may render it `hidden`.
+  function revealCopyButtons() {
+    document.querySelectorAll("[data-copy-link][hidden]").forEach(function (button) {
+      button.hidden = false;
+    });
+  }
+
+  function enhance() {
+    renderCharts();
+    revealCopyButtons();
+  }
+
+  // One delegated listener serves buttons that htmx swaps in later, too.
+  document.addEventListener("click", onClick);
+
+  function start() {
+    enhance();
+    // The whole document, not just the swap target: an outerHTML swap settles elements
+    // that are not inside it, and rendered charts are skipped anyway.
+    document.body.addEventListener("htmx:afterSettle", enhance);
+    document.body.addEventListener("htmx:beforeCleanupElement", purgeChart);
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();

@@ -1,0 +1,396 @@
+"""Trend charts and sparklines: pure functions over plain rows, tested without a database."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import xml.etree.ElementTree as ET
+from typing import Any
+
+import pytest
+from django.utils.html import json_script
+
+from runs.charts import (
+    HEIGHT,
+    HOVER,
+    ConditionPoint,
+    DeltaPoint,
+    TrendPoint,
+    cost_trend_figure,
+    delta_trend_figure,
+    figure_json,
+    invocation_trend_figure,
+    score_trend_figure,
+    sparkline_svg,
+)
+from runs.stats.intervals import Interval
+from runs.stats.scores import ConditionScore, PairedDelta, Proportion
+
+HOSTILE = "</script><img src=x onerror=alert(1)>"
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def with_skill(score: float | None, low: float | None, high: float | None, **kw: Any):
+    return ConditionPoint("with_skill", "treatment", score, low, high, **kw)
+
+
+def without_skill(score: float | None, low: float | None, high: float | None, **kw: Any):
+    return ConditionPoint("without_skill", "control", score, low, high, **kw)
+
+
+def point(number: int, *conditions: ConditionPoint, **kw: Any) -> TrendPoint:
+    kw.setdefault("label", f"iteration-{number}")
+    kw.setdefault("url", f"/skills/demo/iterations/{number}/")
+    return TrendPoint(number=number, conditions=conditions, **kw)
+
+
+def trace(figure: dict[str, Any], name: str) -> dict[str, Any]:
+    (found,) = [t for t in figure["data"] if t.get("name") == name]
+    return found
+
+
+def band_segments(band: dict[str, Any]) -> list[list[tuple[Any, float]]]:
+    """Split a band trace at its None gaps into its closed shapes."""
+    segments: list[list[tuple[Any, float]]] = [[]]
+    for x, y in zip(band["x"], band["y"], strict=True):
+        if x is None:
+            segments.append([])
+        else:
+            segments[-1].append((x, y))
+    return segments
+
+
+THREE_ITERATIONS = [
+    point(
+        3,
+        with_skill(0.8, 0.6, 0.95),
+        without_skill(0.5, 0.3, 0.7),
+        delta=DeltaPoint(0.3, 0.1, 0.5),
+        significant=True,
+    ),
+    point(
+        4,
+        with_skill(0.7, None, None),
+        without_skill(0.6, 0.4, 0.8),
+        delta=DeltaPoint(0.1, -0.2, 0.4),
+    ),
+    point(
+        5,
+        with_skill(0.9, 0.8, 1.0),
+        without_skill(0.4, 0.2, 0.6),
+        delta=DeltaPoint(0.5, 0.3, 0.7),
+        significant=True,
+    ),
+]
+
+
+class TestScoreTrend:
+    def test_it_draws_each_condition_at_its_scores_per_iteration(self):
+        figure = score_trend_figure(THREE_ITERATIONS)
+        assert trace(figure, "with_skill")["x"] == [3, 4, 5]
+        assert trace(figure, "with_skill")["y"] == [0.8, 0.7, 0.9]
+        assert trace(figure, "without_skill")["y"] == [0.5, 0.6, 0.4]
+        assert figure["layout"]["yaxis"]["range"][0] == 0
+        assert figure["layout"]["height"] == HEIGHT
+
+    def test_its_band_runs_along_high_and_back_along_low(self):
+        band = trace(score_trend_figure(THREE_ITERATIONS), "without_skill 95% CI")
+        assert band["fill"] == "toself"
+        assert band["hoverinfo"] == "skip"
+        assert band_segments(band) == [
+            [(3, 0.7), (4, 0.8), (5, 0.6), (5, 0.2), (4, 0.4), (3, 0.3)],
+        ]
+
+    def test_its_band_skips_iterations_without_an_interval(self):
+        band = trace(score_trend_figure(THREE_ITERATIONS), "with_skill 95% CI")
+        # Iteration 4 has no interval: one shape for #3, another for #5, nothing at #4.
+        assert band_segments(band) == [[(3, 0.95), (3, 0.6)], [(5, 1.0), (5, 0.8)]]
+
+    def test_a_condition_missing_from_an_iteration_leaves_a_gap(self):
+        points = [
+            point(1, with_skill(0.5, 0.4, 0.6), without_skill(0.2, 0.1, 0.3)),
+            point(2, with_skill(0.6, 0.5, 0.7)),
+            point(3, with_skill(None, None, None), without_skill(0.4, None, None)),
+        ]
+        figure = score_trend_figure(points)
+        assert trace(figure, "with_skill")["y"] == [0.5, 0.6, None]
+        assert trace(figure, "without_skill")["y"] == [0.2, None, 0.4]
+        assert band_segments(trace(figure, "without_skill 95% CI")) == [[(1, 0.3), (1, 0.1)]]
+
+    def test_the_x_axis_reads_number_and_label_in_iteration_order(self):
+        points = [point(10, with_skill(0.5, None, None)), point(2, with_skill(0.4, None, None))]
+        xaxis = score_trend_figure(points)["layout"]["xaxis"]
+        assert xaxis["type"] == "category"
+        assert xaxis["categoryarray"] == [2, 10]
+        assert xaxis["tickvals"] == [2, 10]
+        assert xaxis["ticktext"] == ["#2 iteration-2", "#10 iteration-10"]
+
+    def test_hovering_shows_the_iteration_and_the_score_with_its_interval(self):
+        line = trace(score_trend_figure(THREE_ITERATIONS), "with_skill")
+        url, heading, detail = line["customdata"][0]
+        assert url == "/skills/demo/iterations/3/"
+        assert heading == "#3 iteration-3"
+        assert detail == "with_skill: 0.80 (95% CI 0.60 to 0.95)"
+        assert line["customdata"][1][2] == "with_skill: 0.70 (no interval)"
+        assert "%{customdata[1]}" in line["hovertemplate"]
+        assert "%{customdata[2]}" in line["hovertemplate"]
+
+    def test_treatment_and_control_keep_their_colours_whatever_the_order(self):
+        figure = score_trend_figure(
+            [point(1, without_skill(0.2, None, None), with_skill(0.5, None, None))]
+        )
+        assert trace(figure, "with_skill")["line"]["color"] == "#0072B2"
+        assert trace(figure, "without_skill")["line"]["color"] == "#E69F00"
+
+
+class TestDeltaTrend:
+    def test_its_error_bars_reach_from_the_mean_to_the_interval_bounds(self):
+        figure = delta_trend_figure(THREE_ITERATIONS)
+        helps = trace(figure, "Skill helps")
+        assert helps["x"] == [3, 5]
+        assert helps["y"] == [0.3, 0.5]
+        assert helps["error_y"]["symmetric"] is False
+        assert helps["error_y"]["array"] == pytest.approx([0.2, 0.2])
+        assert helps["error_y"]["arrayminus"] == pytest.approx([0.2, 0.2])
+
+    def test_asymmetric_intervals_give_asymmetric_bars(self):
+        figure = delta_trend_figure([point(1, delta=DeltaPoint(0.1, -0.05, 0.6))])
+        bars = trace(figure, "Not distinguishable from noise")["error_y"]
+        assert bars["array"] == pytest.approx([0.5])
+        assert bars["arrayminus"] == pytest.approx([0.15])
+
+    def test_markers_say_whether_the_skill_helps_hurts_or_is_noise(self):
+        points = [
+            point(1, delta=DeltaPoint(0.3, 0.1, 0.5), significant=True),
+            point(2, delta=DeltaPoint(-0.3, -0.5, -0.1), significant=True),
+            point(3, delta=DeltaPoint(0.1, -0.2, 0.4)),
+        ]
+        figure = delta_trend_figure(points)
+        helps = trace(figure, "Skill helps")
+        hurts = trace(figure, "Skill hurts")
+        noise = trace(figure, "Not distinguishable from noise")
+        assert (helps["x"], hurts["x"], noise["x"]) == ([1], [2], [3])
+        colours = {helps["marker"]["color"], hurts["marker"]["color"], noise["marker"]["color"]}
+        assert len(colours) == 3
+        assert helps["customdata"][0][2] == "Δ +0.30 (95% CI +0.10 to +0.50): skill helps"
+        assert noise["customdata"][0][2].endswith("not distinguishable from noise")
+
+    def test_up_means_the_skill_helps(self):
+        figure = delta_trend_figure(THREE_ITERATIONS)
+        yaxis = figure["layout"]["yaxis"]
+        assert yaxis["zeroline"] is True
+        low, high = yaxis["range"]
+        assert low == -high and high >= 0.7
+        assert "treatment − control" in yaxis["title"]["text"]
+        notes = {a["text"]: a["y"] for a in figure["layout"]["annotations"]}
+        assert notes == {"▲ skill helps": 1, "▼ skill hurts": 0}
+
+    def test_every_delta_gets_a_marker(self):
+        points = [point(1, delta=DeltaPoint(0.0, 0.0, 0.0), significant=True)]
+        assert trace(delta_trend_figure(points), "Not distinguishable from noise")["x"] == [1]
+
+    def test_iterations_without_a_delta_or_an_interval_do_not_crash(self):
+        points = [point(1), point(2, delta=DeltaPoint(0.2)), point(3, delta=None)]
+        figure = delta_trend_figure(points)
+        noise = trace(figure, "Not distinguishable from noise")
+        assert noise["x"] == [2]
+        assert noise["error_y"]["array"] == [None]
+        assert noise["customdata"][0][2] == "Δ +0.20 (no interval): not distinguishable from noise"
+
+
+class TestInvocationTrend:
+    def test_it_plots_only_conditions_with_an_invocation_rate_in_percent(self):
+        points = [
+            point(1, with_skill(0.5, None, None, invocation=0.9, invocation_low=0.6,
+                                invocation_high=0.98), without_skill(0.4, None, None)),
+            point(2, with_skill(0.6, None, None, invocation=0.5, invocation_low=0.3,
+                                invocation_high=0.7)),
+        ]  # fmt: skip
+        figure = invocation_trend_figure(points)
+        assert [t["name"] for t in figure["data"]] == ["with_skill 95% CI", "with_skill"]
+        assert trace(figure, "with_skill")["y"] == [0.9, 0.5]
+        assert band_segments(trace(figure, "with_skill 95% CI")) == [
+            [(1, 0.98), (2, 0.7), (2, 0.3), (1, 0.6)]
+        ]
+        assert figure["layout"]["yaxis"]["tickformat"] == ".0%"
+        assert trace(figure, "with_skill")["customdata"][0][2] == (
+            "with_skill: 90% (95% CI 60% to 98%)"
+        )
+
+
+class TestCostTrend:
+    def test_it_plots_mean_tokens_and_seconds_per_condition(self):
+        points = [
+            point(1, with_skill(None, None, None, mean_tokens=12000, mean_duration_ms=30000),
+                  without_skill(None, None, None, mean_tokens=9000, mean_duration_ms=None)),
+            point(2, with_skill(None, None, None, mean_tokens=15000, mean_duration_ms=45500)),
+        ]  # fmt: skip
+        figure = cost_trend_figure(points)
+        tokens, seconds = [t for t in figure["data"] if t["name"] == "with_skill"]
+        assert (tokens["yaxis"], tokens["y"]) == ("y", [12000, 15000])
+        assert (seconds["yaxis"], seconds["y"]) == ("y2", [30.0, 45.5])
+        assert seconds["showlegend"] is False  # one legend entry per condition
+        control_tokens, control_seconds = [
+            t for t in figure["data"] if t["name"] == "without_skill"
+        ]
+        assert control_tokens["y"] == [9000, None]
+        assert control_seconds["y"] == [None, None]
+        assert tokens["customdata"][0][2] == "with_skill: 12,000 tokens"
+        assert seconds["customdata"][1][2] == "with_skill: 45.5 s"
+
+
+@pytest.mark.parametrize(
+    "build", [score_trend_figure, delta_trend_figure, invocation_trend_figure, cost_trend_figure]
+)
+class TestEveryFigure:
+    def test_no_iterations_give_an_empty_figure_that_says_so(self, build):
+        figure = build([])
+        assert figure["data"] == []
+        assert figure["layout"]["annotations"][-1]["text"] == "No data yet"
+
+    def test_it_is_plain_json(self, build):
+        figure = build(THREE_ITERATIONS)
+        assert json.loads(json.dumps(figure)) == figure
+        assert "meta" not in figure["layout"]
+
+    def test_text_from_users_is_data_never_markup(self, build):
+        points = [
+            point(
+                1,
+                ConditionPoint(HOSTILE, "treatment", 0.5, 0.4, 0.6, 0.5, 0.4, 0.6, 100, 1000),
+                label=HOSTILE,
+                mode=HOSTILE,
+                delta=DeltaPoint(0.1, 0.0, 0.2),
+            ),
+            point(2, delta=DeltaPoint(0.2, 0.1, 0.3), significant=True),
+        ]
+        figure = build(points)
+        for text in (figure_json(figure), json.dumps(figure), str(json_script(figure, "f"))):
+            assert "</script><img" not in text
+            assert "<img" not in text
+        # The only markup is the charts' own hover template; the label reaches plotly as data,
+        # its markup characters as entities so plotly shows them instead of reading tags.
+        escaped = "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"
+        assert {text for key, text in strings(figure) if "<" in text} <= {HOVER}
+        assert {key for key, text in strings(figure) if text == HOVER} <= {"hovertemplate"}
+        headings = {row[0]: row[1] for t in figure["data"] for row in t.get("customdata", [])}
+        assert headings["/skills/demo/iterations/1/"] == f"#1 {escaped} ({escaped})"
+        assert figure["layout"]["xaxis"]["ticktext"][0] == f"#1 {escaped}"
+        if build is not delta_trend_figure:
+            assert escaped in {t.get("name") for t in figure["data"]}
+
+
+def strings(value: Any, key: str = "") -> list[tuple[str, str]]:
+    """Every string in a figure, with the key it sits under."""
+    if isinstance(value, str):
+        return [(key, value)]
+    if isinstance(value, dict):
+        return [pair for k, v in value.items() for pair in strings(v, k)]
+    if isinstance(value, list):
+        return [pair for v in value for pair in strings(v, key)]
+    return []
+
+
+class TestFigureJson:
+    def test_it_never_contains_a_closing_script_tag(self):
+        figure = {"data": [{"type": "scatter", "name": HOSTILE, "text": ["a & b"]}], "layout": {}}
+        text = figure_json(figure)
+        assert "</" not in text and "<" not in text and ">" not in text and "&" not in text
+        assert json.loads(text) == figure
+
+    def test_it_round_trips_a_chart(self):
+        figure = score_trend_figure(THREE_ITERATIONS)
+        assert json.loads(figure_json(figure)) == figure
+
+
+class TestFromStats:
+    def test_a_condition_point_takes_score_and_invocation_with_their_intervals(self):
+        condition = ConditionPoint.from_stats(
+            "with_skill",
+            score=ConditionScore("with_skill", 0.8, 5, 15, 0.05, Interval(0.65, 0.95)),
+            invocation=Proportion(9, 10, Interval(0.6, 0.98)),
+            mean_tokens=1200.0,
+        )
+        assert condition == ConditionPoint(
+            "with_skill", "treatment", 0.8, 0.65, 0.95, 0.9, 0.6, 0.98, 1200.0, None
+        )
+
+    def test_a_condition_point_without_numbers_has_none(self):
+        condition = ConditionPoint.from_stats("baseline", score=None, invocation=None)
+        assert condition == ConditionPoint("baseline", "other")
+
+    def test_a_delta_point_takes_a_paired_delta(self):
+        paired = PairedDelta("with_skill", "without_skill", 0.3, 4, 0.1, Interval(0.1, 0.5), 0.1)
+        assert DeltaPoint.from_paired(paired) == DeltaPoint(0.3, 0.1, 0.5)
+        single = PairedDelta("with_skill", "without_skill", 0.3, 1, None, None, 1.0)
+        assert DeltaPoint.from_paired(single) == DeltaPoint(0.3)
+        assert DeltaPoint.from_paired(None) is None
+
+
+def polylines(svg: str) -> list[list[tuple[float, float]]]:
+    root = ET.fromstring(svg)
+    return [
+        [tuple(map(float, pair.split(","))) for pair in line.get("points").split()]
+        for line in root.iter(f"{SVG}polyline")
+    ]
+
+
+class TestSparkline:
+    @pytest.mark.parametrize("values", [[], [0.5], [None, 0.5, None], [math.nan, 0.2]])
+    def test_fewer_than_two_values_draw_nothing(self, values):
+        assert sparkline_svg(values) == ""
+
+    def test_rates_span_the_height_from_zero_at_the_bottom_to_one_at_the_top(self):
+        svg = sparkline_svg([0.0, 0.5, 1.0], width=100, height=20)
+        root = ET.fromstring(svg)
+        assert (root.get("width"), root.get("height"), root.get("viewBox")) == (
+            "100",
+            "20",
+            "0 0 100 20",
+        )
+        ((first, middle, last),) = polylines(svg)
+        assert first[1] > middle[1] > last[1]  # SVG y grows downwards
+        assert middle[1] == pytest.approx(10)
+        assert first[0] < middle[0] < last[0]
+        assert first[0] >= 0 and last[0] <= 100 and last[1] >= 0 and first[1] <= 20
+
+    def test_negative_values_use_minus_one_to_one_around_a_zero_line(self):
+        svg = sparkline_svg([-1.0, 0.0, 1.0], height=24)
+        ((low, zero, high),) = polylines(svg)
+        assert zero[1] == pytest.approx(12)
+        assert low[1] > zero[1] > high[1]
+        (line,) = ET.fromstring(svg).iter(f"{SVG}line")
+        assert float(line.get("y1")) == pytest.approx(12)
+
+    def test_a_fixed_domain_keeps_rows_comparable(self):
+        ((first, second),) = polylines(sparkline_svg([0.1, 0.2], domain=(-1, 1), height=24))
+        assert first[1] < 12 and second[1] < first[1]
+
+    def test_out_of_range_values_are_clamped_to_the_box(self):
+        ((low, high),) = polylines(sparkline_svg([-5.0, 5.0], height=24))
+        assert 0 <= high[1] < low[1] <= 24
+
+    def test_gaps_split_the_line_and_a_lone_value_becomes_a_dot(self):
+        svg = sparkline_svg([0.2, 0.4, None, 0.6, None, 0.1, 0.3])
+        assert [len(line) for line in polylines(svg)] == [2, 2]
+        (dot,) = ET.fromstring(svg).iter(f"{SVG}circle")
+        assert float(dot.get("cx")) == pytest.approx(2 + 3 * (120 - 4) / 6)
+
+    def test_it_is_markup_made_of_numbers_only(self):
+        svg = sparkline_svg([-0.1, None, 0.9, 0.3, 0.5])
+        assert "<title" not in svg
+        words = set(re.findall(r"[A-Za-z][A-Za-z-]*", svg))
+        assert words <= {
+            "svg", "xmlns", "http", "www", "w", "org", "class", "sparkline", "width", "height",
+            "viewBox", "aria-hidden", "true", "focusable", "false", "polyline", "points",
+            "fill", "none", "stroke", "currentColor", "stroke-width", "stroke-linejoin",
+            "round", "stroke-linecap", "circle", "cx", "cy", "r", "line", "x", "y",
+            "stroke-opacity",
+        }  # fmt: skip
+        assert hasattr(svg, "__html__")  # marked safe, so templates render it as markup
+
+    @pytest.mark.parametrize("size", [{"width": 0}, {"height": -1}, {"width": math.inf}])
+    def test_it_refuses_a_box_without_area(self, size):
+        with pytest.raises(ValueError):
+            sparkline_svg([0.1, 0.2], **size)

@@ -1,0 +1,262 @@
+"""Every page and fragment of the dashboard, on the bundled sample and on edge data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from runs.importing import import_workspace
+from tests.factories import eval_magic_iteration, skill_folder, write_json
+
+pytestmark = pytest.mark.django_db
+
+ROOT = Path(__file__).resolve().parents[2]
+SKILL = "/skills/taming-flaky-tests/"
+XSS = "<script>alert(1)</script>"
+
+
+@pytest.fixture
+def sample() -> None:
+    import_workspace([ROOT / "runs" / "sample"])
+
+
+def page(client: Client, url: str, status: int = 200, **headers: str) -> str:
+    response = client.get(url, **headers)
+    assert response.status_code == status, response.content[:500]
+    return response.content.decode()
+
+
+def test_the_overview_tells_a_new_user_how_to_import(client: Client) -> None:
+    html = page(client, "/")
+
+    assert "No results yet." in html
+    assert "python manage.py importworkspace" in html
+
+
+def test_the_overview_lists_every_skill_with_its_latest_delta(client: Client, sample) -> None:
+    html = page(client, "/")
+
+    assert 'href="/skills/taming-flaky-tests/"' in html
+    assert 'href="/skills/changelog-from-commits/"' in html
+    assert "<svg" in html  # sparkline of the recent deltas
+    assert 'href="/skills/taming-flaky-tests/iterations/4/"' in html
+
+
+def test_the_overview_filters_and_sorts_through_the_url(client: Client, sample) -> None:
+    html = page(client, "/?q=changelog")
+    assert "changelog-from-commits" in html and "taming-flaky-tests</strong>" not in html
+
+    by_name = page(client, "/?sort=name")
+    assert by_name.index("changelog-from-commits</strong>") < by_name.index(
+        "taming-flaky-tests</strong>"
+    )
+    reversed_names = page(client, "/?sort=-name")
+    assert reversed_names.index("taming-flaky-tests</strong>") < reversed_names.index(
+        "changelog-from-commits</strong>"
+    )
+
+
+def test_the_overview_table_is_a_fragment_for_htmx(client: Client, sample) -> None:
+    html = page(client, "/?q=taming", HTTP_HX_REQUEST="true")
+
+    assert html.lstrip().startswith('<div id="skill-table"')
+    assert "<html" not in html
+
+
+def test_the_skill_page_has_trend_charts_a_table_and_notes(client: Client, sample) -> None:
+    html = page(client, SKILL)
+
+    for chart in ("chart-score", "chart-delta", "chart-invocation", "chart-cost"):
+        assert f'id="{chart}"' in html and f'data-chart="{chart}"' in html
+    assert "vendor/plotly.min.js" in html
+    for number in (1, 2, 3, 4):
+        assert f'href="{SKILL}iterations/{number}/"' in html
+
+
+def test_a_skill_without_iterations_says_how_to_get_some(client: Client, tmp_path: Path) -> None:
+    import_workspace([skill_folder(tmp_path, name="lonely")])
+
+    html = page(client, "/skills/lonely/")
+
+    assert "No iterations of lonely yet." in html
+    assert "vendor/plotly.min.js" not in html
+
+
+def test_missing_things_get_a_clear_404(client: Client, sample) -> None:
+    assert "No skill named “nope”." in page(client, "/skills/nope/", 404)
+    assert "taming-flaky-tests has no iteration #9." in page(client, f"{SKILL}iterations/9/", 404)
+    assert "has no eval “nope”" in page(client, f"{SKILL}iterations/1/evals/nope/", 404)
+    assert "has no run 7" in page(
+        client, f"{SKILL}iterations/1/evals/ci-only-timeout/with_skill/7/", 404
+    )
+
+
+def test_the_iteration_page_puts_warnings_before_the_verdict(client: Client, sample) -> None:
+    html = page(client, f"{SKILL}iterations/2/")
+
+    assert html.index("Validity warnings") < html.index('class="verdict"')
+    assert "1 run(s) have no grading" in html
+    assert "1 ungraded" in html  # the matrix marks the cell
+    assert "difference not distinguishable from noise" in html
+
+
+def test_the_iteration_matrix_filters_in_place_and_in_the_url(client: Client, sample) -> None:
+    everything = page(client, f"{SKILL}iterations/3/")
+    flaky = page(client, f"{SKILL}iterations/3/?only=flaky", HTTP_HX_REQUEST="true")
+
+    assert flaky.lstrip().startswith('<div id="matrix"')
+    assert "order-dependent-cache" in flaky
+    assert "ci-only-timeout" not in flaky
+    assert "ci-only-timeout" in everything
+    assert 'hx-push-url="true"' in everything
+
+
+def test_the_iteration_page_shows_assertion_analysis_and_feedback(client: Client, sample) -> None:
+    html = page(client, f"{SKILL}iterations/3/")
+    assert "Pass only with the skill" in html and "Always pass in both" in html
+    assert "Flaky assertions" in html
+
+    feedback = page(client, "/skills/changelog-from-commits/iterations/2/")
+    assert "skill-creator feedback.json" in feedback
+
+
+def test_a_revision_iteration_compares_new_with_old(client: Client, sample) -> None:
+    html = page(client, f"{SKILL}iterations/4/")
+
+    verdict = html.split('class="verdict"')[1].split("</p>")[0]
+    assert "new_skill − old_skill:" in verdict
+
+
+def test_a_single_condition_iteration_renders(client: Client, tmp_path: Path) -> None:
+    import_workspace(
+        [
+            eval_magic_iteration(
+                tmp_path, conditions=["with_skill"], cells={("alpha", "with_skill"): [{"a": True}]}
+            )
+        ]
+    )
+
+    html = page(client, "/skills/demo-skill/iterations/1/")
+
+    assert "only with_skill ran: nothing to compare it with" in html
+
+
+def test_evals_are_filtered_by_tag(client: Client, tmp_path: Path) -> None:
+    folder = tmp_path / "tagged"
+    write_json(
+        folder / "evals" / "evals.json",
+        {
+            "skill_name": "tagged",
+            "schema_version": 1,
+            "evals": [
+                {
+                    "id": "one",
+                    "prompt": "First prompt here.",
+                    "expectations": ["Does it well"],
+                    "tags": ["regression"],
+                },
+                {"id": "two", "prompt": "Second prompt here.", "expectations": ["Does it well"]},
+            ],
+        },
+    )
+    ws = tmp_path / "ws"
+    eval_magic_iteration(
+        ws,
+        skill="tagged",
+        cells={
+            (e, c): [{"does-it-well": True}]
+            for e in ("one", "two")
+            for c in ("with_skill", "without_skill")
+        },
+    )
+    import_workspace([folder, ws])
+
+    html = page(client, "/skills/tagged/iterations/1/?tag=regression")
+
+    matrix = html.split('id="matrix"')[1]
+    assert "/evals/one/" in matrix and "/evals/two/" not in matrix
+
+
+def test_the_eval_page_escapes_what_agents_wrote(client: Client, sample) -> None:
+    html = page(client, f"{SKILL}iterations/3/evals/timezone-boundary-flake/")
+
+    assert XSS not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<img src=x" not in html
+    assert "Show conversation (" in html  # loaded on demand, not inline
+    assert 'class="event' not in html
+
+
+def test_the_eval_page_marks_low_confidence_results(client: Client, sample) -> None:
+    html = page(client, f"{SKILL}iterations/3/evals/ci-only-timeout/")
+
+    assert "needs review" in html
+    assert "confidence 0.55" in html
+
+
+def test_the_run_page_shows_the_conversation_escaped(client: Client, sample) -> None:
+    html = page(client, f"{SKILL}iterations/3/evals/timezone-boundary-flake/with_skill/1/")
+
+    assert 'id="conversation"' in html
+    assert 'class="event tool_invocation"' in html
+    assert XSS not in html
+
+
+def test_the_conversation_fragment_loads_alone(client: Client, sample) -> None:
+    url = f"{SKILL}iterations/3/evals/timezone-boundary-flake/with_skill/1/conversation/"
+
+    html = page(client, url, HTTP_HX_REQUEST="true")
+
+    assert html.lstrip().startswith('<ol class="conversation">')
+    assert XSS not in html
+
+
+def test_the_compare_page_highlights_flips_and_absent_evals(client: Client, sample) -> None:
+    html = page(client, f"{SKILL}compare/?a=1&b=3")
+
+    assert "Assertions that flipped" in html
+    assert 'class="regressed"' in html or 'class="improved"' in html
+    assert '<select name="a">' in html
+
+
+def test_the_compare_page_warns_when_evals_differ(client: Client, tmp_path: Path) -> None:
+    eval_magic_iteration(tmp_path / "a", timestamp="2026-05-01T00:00:00Z")
+    eval_magic_iteration(
+        tmp_path / "b",
+        timestamp="2026-05-02T00:00:00Z",
+        cells={
+            ("beta", "with_skill"): [{"b": True}],
+            ("beta", "without_skill"): [{"b": False}],
+        },
+    )
+    import_workspace([tmp_path / "a", tmp_path / "b"])
+
+    html = page(client, "/skills/demo-skill/compare/?a=1&b=2")
+
+    assert "Not like for like" in html
+    assert "Evals only in #1: alpha." in html
+    assert "absent" in html
+
+
+def test_the_compare_page_compares_two_conditions_of_one_iteration(client: Client, sample) -> None:
+    html = page(client, f"{SKILL}compare/?a=3&b=3&ca=without_skill&cb=with_skill")
+
+    assert "with_skill beats without_skill" in html
+
+
+def test_the_compare_page_rejects_an_unknown_condition(client: Client, sample) -> None:
+    assert "has no condition “nope”" in page(client, f"{SKILL}compare/?a=3&b=3&ca=nope", 404)
+
+
+def test_the_compare_page_without_a_choice_suggests_the_last_two(client: Client, sample) -> None:
+    html = page(client, f"{SKILL}compare/")
+
+    assert '<option value="3" selected>' in html and '<option value="4" selected>' in html
+
+
+def test_the_benchmark_json_is_eval_magics_own(client: Client, sample) -> None:
+    data = client.get(f"{SKILL}iterations/4/benchmark.json").json()
+
+    assert data["delta"]["direction"] == "old_skill - new_skill"
