@@ -66,7 +66,7 @@ def skill_rows(*, query: str = "") -> list[SkillRow]:
                 iterations=counts[skill.pk],
                 latest=iterations[0] if iterations else None,
                 summary=summaries[iterations[0].pk] if iterations else None,
-                sparkline=charts.sparkline_svg(deltas),
+                sparkline=charts.sparkline_svg(deltas, domain=(-1, 1)),
             )
         )
     return rows

@@ -13,7 +13,7 @@
 (function () {
   "use strict";
 
-  var PLOT_CONFIG = { displaylogo: false, responsive: true };
+  var PLOT_CONFIG = { displaylogo: false, displayModeBar: false, responsive: true };
   var COPIED_FOR_MS = 2000;
 
   function readFigure(id) {
@@ -36,7 +36,8 @@
     }
     try {
       var url = new URL(value, window.location.href);
-      return url.origin === window.location.origin ? url.href : null;
+      var web = url.protocol === "https:" || url.protocol === "http:";
+      return web && url.origin === window.location.origin ? url.href : null;
     } catch (error) {
       return null;
     }
