@@ -262,7 +262,7 @@ class Run(models.Model):
 
     iteration = models.ForeignKey(Iteration, on_delete=models.CASCADE, related_name="runs")
     condition = models.ForeignKey(Condition, on_delete=models.CASCADE, related_name="runs")
-    eval_case = models.ForeignKey(EvalCase, on_delete=models.PROTECT, related_name="runs")
+    eval_case = models.ForeignKey(EvalCase, on_delete=models.RESTRICT, related_name="runs")
     #: Denormalised from eval_case so an iteration cannot hold one eval id twice per cell.
     eval_id = models.CharField(max_length=200)
     run_index = models.PositiveIntegerField(default=1)

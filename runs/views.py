@@ -10,7 +10,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from . import charts
 from .analysis import eval_magic_benchmark
-from .models import Iteration, Run, Skill
+from .models import Condition, Iteration, Run, Skill
 from .overview import skill_rows, sort_rows, trend_points
 from .reports import FILTERS, compare, iteration_detail
 
@@ -163,7 +163,7 @@ class CompareForm(forms.Form):
 @require_GET
 def compare_page(request: HttpRequest, skill: str) -> HttpResponse:
     found = get_skill(skill)
-    iterations = list(Iteration.objects.filter(skill=found).order_by("number"))
+    iterations = list(Iteration.objects.filter(skill=found).light().order_by("number"))
     form = CompareForm(request.GET or None)
     comparison = None
     if form.is_bound and form.is_valid():
@@ -183,7 +183,7 @@ def compare_page(request: HttpRequest, skill: str) -> HttpResponse:
         # No choice yet: suggest the latest iteration against the one before.
         form = CompareForm(initial={"a": iterations[-2].number, "b": iterations[-1].number})
     conditions = sorted(
-        {name for it in iterations for name in it.conditions.values_list("name", flat=True)}
+        set(Condition.objects.filter(iteration__skill=found).values_list("name", flat=True))
     )
     return render(
         request,
