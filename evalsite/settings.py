@@ -155,6 +155,12 @@ EVALSITE_WORKSPACE_DIR = Path(
     os.environ.get("EVALSITE_WORKSPACE_DIR") or BASE_DIR / "workspace"
 ).resolve()
 
+# runevals: default models, and how hard the Anthropic client retries before a run errors.
+EVALSITE_AGENT_MODEL = os.environ.get("EVALSITE_AGENT_MODEL", "claude-sonnet-4-5")
+EVALSITE_JUDGE_MODEL = os.environ.get("EVALSITE_JUDGE_MODEL", "claude-sonnet-4-5")
+EVALSITE_API_MAX_RETRIES = env_int("EVALSITE_API_MAX_RETRIES", 6)
+EVALSITE_API_TIMEOUT = float(env_int("EVALSITE_API_TIMEOUT", 300))
+
 # Limits on uploaded or imported archives (.zip / .tar.gz); exceeding one rejects the import.
 EVALSITE_ARCHIVE_MAX_BYTES = env_int("EVALSITE_ARCHIVE_MAX_BYTES", 1024 * 1024 * 1024)
 EVALSITE_ARCHIVE_MAX_FILES = env_int("EVALSITE_ARCHIVE_MAX_FILES", 200_000)

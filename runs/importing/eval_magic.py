@@ -24,7 +24,7 @@ from .tree import FileTree
 
 RUN_DIR = re.compile(r"^run-(\d+)$")
 #: Files that make a folder a run (grading alone is enough: promoted copies have only that).
-RUN_FILES = ("grading.json", "run.json", "conversation.json", "timing.json")
+RUN_FILES = ("grading.json", "run.json", "conversation.json", "timing.json", "error.json")
 FINDINGS = ("stray-writes", "guard-denials", "permission-denials")
 #: eval-magic's own ordering of conditions_compared, by mode.
 DEFAULT_ORDER = {
@@ -199,6 +199,12 @@ def _read_run(
         run.timing_source = timing.get("source", "")
     if grading:
         run.grading = eval_magic_grading(grading)
+    if (error := load("error.json", "run-error")) is not None:
+        # runevals writes this when the API still failed after its retries: the run is
+        # recorded as errored and kept out of pass rates, never graded as a failure.
+        run.status = "errored"
+        run.grading = None
+        run.artifacts["error"] = error
     if (scope := load("diff-scope.json", "diff-scope")) is not None:
         run.artifacts["diff_scope"] = scope
     if (patch := tree.files.get(prefix + "diff.patch")) is not None:

@@ -32,6 +32,7 @@ SCHEMAS = {
     "conversation": "conversation.schema.json",
     "benchmark": "benchmark.schema.json",
     "conditions": "conditions.schema.json",
+    "run-error": "run-error.schema.json",
     "timing": "timing.schema.json",
     "diff-scope": "diff-scope.schema.json",
     "command-check": "command-check.schema.json",

@@ -17,7 +17,8 @@ MAX_READ_BYTES = 8 * 1024 * 1024
 
 
 def is_skipped_dir(name: str) -> bool:
-    return name in SKIPPED_DIRS or name.startswith(SKIPPED_DIR_PREFIXES)
+    # Hidden folders hold tool state (runevals' templates and unfinished runs), not results.
+    return name in SKIPPED_DIRS or name.startswith(SKIPPED_DIR_PREFIXES) or name.startswith(".")
 
 
 @dataclass
