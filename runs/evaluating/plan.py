@@ -1,0 +1,225 @@
+"""What a runevals invocation will do: the skill, its conditions, every eval × condition × run."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from runs.importing.definitions import parse_evals_json, parse_skill_md
+from runs.importing.errors import ImportFailure
+from runs.importing.jsonfiles import read_text
+from runs.importing.records import EvalDefinition
+
+from .taskdir import FixtureError, fixture_sources
+
+
+class PlanError(Exception):
+    """The skill cannot be run as asked; the message says why in one line."""
+
+
+@dataclass(frozen=True)
+class SkillVersion:
+    name: str
+    description: str
+    body: str
+    path: str  # where the SKILL.md was read from (recorded as skill_path)
+
+
+@dataclass(frozen=True)
+class ConditionPlan:
+    name: str
+    skill: SkillVersion | None  # None: the condition loads no skill
+
+
+@dataclass(frozen=True)
+class EvalPlan:
+    eval_id: str
+    case: dict[str, Any]  # the evals.json entry, normalised (prompt, turns, responder…)
+    assertions: list[dict[str, Any]]
+    fixtures: list[tuple[Path, PurePosixPath]]
+    runs: int
+    skill_should_trigger: bool
+    dialect: str
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    eval_id: str
+    condition: str
+    run_index: int
+    multi: bool
+
+    @property
+    def relpath(self) -> str:
+        """The run's folder inside the iteration (eval-magic layout)."""
+        cell = f"eval-{self.eval_id}/{self.condition}"
+        return f"{cell}/run-{self.run_index}" if self.multi else cell
+
+    @property
+    def env_name(self) -> str:
+        suffix = f"-run-{self.run_index}" if self.multi else ""
+        return f"env-{self.eval_id}-{self.condition}{suffix}"
+
+
+@dataclass
+class Plan:
+    skill_dir: Path
+    skill: SkillVersion
+    mode: str
+    conditions: list[ConditionPlan]
+    evals: list[EvalPlan]
+    agent_model: str
+    judge_model: str
+    baseline_label: str | None = None
+    runs: list[RunPlan] = field(default_factory=list)
+    #: evals.json as the importer reads it, to check the results against on import.
+    definitions: dict[str, EvalDefinition] = field(default_factory=dict)
+
+    def api_calls(self, max_calls: int) -> tuple[int, int, int]:
+        """(fewest agent calls, most agent calls, judge calls) the plan will make."""
+        fewest = most = judges = 0
+        for run in self.runs:
+            case = self.eval(run.eval_id)
+            fewest += 1 + len(case.case.get("turns") or [])
+            most += max_calls
+            judges += sum(1 for a in case.assertions if a.get("type") == "llm_judge")
+        return fewest, most, judges
+
+    def eval(self, eval_id: str) -> EvalPlan:
+        return next(e for e in self.evals if e.eval_id == eval_id)
+
+    def condition(self, name: str) -> ConditionPlan:
+        return next(c for c in self.conditions if c.name == name)
+
+
+def read_skill(skill_md: Path, *, display: str | None = None) -> SkillVersion:
+    """A SKILL.md's name, description and body (the text after its front matter)."""
+    shown = display or str(skill_md)
+    try:
+        text = read_text(skill_md.read_bytes(), display=shown)
+        name, description = parse_skill_md(text, display=shown)
+    except OSError as exc:
+        raise PlanError(f"{shown}: cannot read ({exc.strerror})") from None
+    except ImportFailure as exc:
+        raise PlanError(exc.message) from None
+    body = re.sub(r"\A---\s*\n.*?\n---\s*\n?", "", text, count=1, flags=re.DOTALL)
+    return SkillVersion(
+        name=name or skill_md.parent.name, description=description, body=body, path=shown
+    )
+
+
+def baseline_skill(skill_dir: Path, baseline: str) -> tuple[SkillVersion, str]:
+    """The old SKILL.md for revision mode, from a folder or a git ref; (version, label)."""
+    folder = Path(baseline)
+    if folder.is_dir():
+        candidate = folder / "SKILL.md" if (folder / "SKILL.md").is_file() else folder
+        if not candidate.is_file():
+            raise PlanError(f"{baseline}: no SKILL.md in this baseline folder")
+        return read_skill(candidate), folder.name
+    try:
+        prefix = subprocess.run(
+            ["git", "-C", str(skill_dir), "rev-parse", "--show-prefix"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        text = subprocess.run(
+            ["git", "-C", str(skill_dir), "show", f"{baseline}:{prefix}SKILL.md"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except subprocess.CalledProcessError as exc:
+        detail = (exc.stderr or "").strip().splitlines()
+        raise PlanError(
+            f"--baseline {baseline}: not a folder, and not a git ref of {skill_dir} "
+            f"({detail[0] if detail else 'git failed'})"
+        ) from None
+    name, description = parse_skill_md(text, display=f"{baseline}:SKILL.md")
+    body = re.sub(r"\A---\s*\n.*?\n---\s*\n?", "", text, count=1, flags=re.DOTALL)
+    version = SkillVersion(name or skill_dir.name, description, body, f"{baseline}:SKILL.md")
+    return version, baseline
+
+
+def make_plan(
+    skill_dir: Path,
+    *,
+    mode: str = "new-skill",
+    baseline: str | None = None,
+    runs: int = 1,
+    only: list[str] | None = None,
+    agent_model: str,
+    judge_model: str,
+) -> Plan:
+    """Read SKILL.md and evals.json (any dialect) and lay out every run; PlanError if not."""
+    skill_md = skill_dir / "SKILL.md"
+    evals_json = skill_dir / "evals" / "evals.json"
+    if not skill_md.is_file():
+        raise PlanError(f"{skill_dir}: no SKILL.md here (expected a skill folder)")
+    if not evals_json.is_file():
+        raise PlanError(f"{skill_dir}: no evals/evals.json to run")
+    skill = read_skill(skill_md)
+    try:
+        _, definitions = parse_evals_json(evals_json.read_bytes(), display=str(evals_json))
+    except ImportFailure as exc:
+        raise PlanError(exc.message) from None
+
+    if mode == "revision":
+        if not baseline:
+            raise PlanError("--mode revision needs --baseline (a folder or a git ref)")
+        old, label = baseline_skill(skill_dir, baseline)
+        conditions = [ConditionPlan("old_skill", old), ConditionPlan("new_skill", skill)]
+    else:
+        label = None
+        conditions = [ConditionPlan("with_skill", skill), ConditionPlan("without_skill", None)]
+
+    wanted = set(only or [])
+    unknown = wanted - set(definitions)
+    if unknown:
+        raise PlanError(
+            f"--only names evals not in {evals_json}: {', '.join(sorted(unknown))} "
+            f"(known: {', '.join(definitions)})"
+        )
+    evals = []
+    for eval_id, definition in definitions.items():
+        if wanted and eval_id not in wanted:
+            continue
+        case = definition.definition
+        try:
+            fixtures = fixture_sources(
+                list(case.get("files") or []),
+                evals_dir=evals_json.parent,
+                files_root=case.get("files_root"),
+            )
+        except FixtureError as exc:
+            raise PlanError(f"{evals_json} eval {eval_id!r}: {exc}") from None
+        evals.append(
+            EvalPlan(
+                eval_id=eval_id,
+                case={**case, "prompt": definition.prompt},
+                assertions=definition.assertions,
+                fixtures=fixtures,
+                runs=int(case.get("runs") or runs),
+                skill_should_trigger=definition.skill_should_trigger,
+                dialect=definition.dialect,
+            )
+        )
+    plan = Plan(
+        skill_dir,
+        skill,
+        mode,
+        conditions,
+        evals,
+        agent_model,
+        judge_model,
+        label,
+        definitions=definitions,
+    )
+    for case in evals:
+        for condition in conditions:
+            for index in range(1, case.runs + 1):
+                plan.runs.append(RunPlan(case.eval_id, condition.name, index, case.runs > 1))
+    return plan

@@ -1,0 +1,391 @@
+"""runevals: run a skill's evals, grade every run, write an eval-magic iteration, import it.
+
+Safe to run from cron: a per-skill lock keeps two invocations apart; each run's files appear
+in the iteration folder only once complete (written aside, then renamed into place), so an
+interrupted iteration can be resumed without redoing or duplicating a run.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anthropic
+
+from grading.graders.judge import JudgeUnavailable
+from grading.graders.rustregex import rust_search
+from runs.importing import import_workspace
+from runs.importing.checks import recomputed_benchmark, validity_warnings
+from runs.importing.eval_magic import read_iteration
+from runs.importing.tree import read_tree
+
+from .agent import AgentResult, AgentSettings, Conversation, system_prompt
+from .grader import grade
+from .plan import Plan, RunPlan
+from .taskdir import build_template, copy_template
+from .tools import TaskFolder, Toolbox, tool_definitions
+
+HARNESS = "evalsite-runevals"
+ITERATION_DIR = re.compile(r"^iteration-(\d+)$")
+
+
+class LockHeld(Exception):
+    """Another runevals holds the skill's lock; the message says who."""
+
+
+@dataclass
+class RunOutcome:
+    run: RunPlan
+    passed: int | None = None
+    total: int | None = None
+    errored: str | None = None
+    tokens: int = 0
+    calls: int = 0
+    judge_tokens: int = 0
+    judge_calls: int = 0
+    seconds: float = 0.0
+    resumed: bool = False
+
+
+@dataclass
+class IterationRun:
+    """What one runevals invocation did for one skill."""
+
+    skill: str
+    folder: Path
+    outcomes: list[RunOutcome] = field(default_factory=list)
+    resumed: bool = False
+
+    @property
+    def api_calls(self) -> int:
+        return sum(o.calls + o.judge_calls for o in self.outcomes)
+
+    @property
+    def tokens(self) -> int:
+        return sum(o.tokens + o.judge_tokens for o in self.outcomes)
+
+    @property
+    def errored(self) -> int:
+        return sum(1 for o in self.outcomes if o.errored)
+
+
+class SkillLock:
+    """An exclusive, non-blocking lock per skill in the workspace (flock: freed on exit)."""
+
+    def __init__(self, folder: Path):
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / ".runevals.lock"
+        self.handle: Any = None
+
+    def __enter__(self) -> SkillLock:
+        self.handle = open(self.path, "a+")  # noqa: SIM115 - held for the lock's lifetime
+        try:
+            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.handle.seek(0)
+            holder = self.handle.read().strip() or "another process"
+            self.handle.close()
+            raise LockHeld(f"{self.path.parent.name} is locked by {holder}") from None
+        self.handle.seek(0)
+        self.handle.truncate()
+        started = datetime.now(UTC).isoformat(timespec="seconds")
+        self.handle.write(f"runevals pid {os.getpid()} on {socket.gethostname()} since {started}")
+        self.handle.flush()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.handle.seek(0)
+        self.handle.truncate()
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()
+
+
+def iteration_folders(skill_folder: Path) -> list[tuple[int, Path]]:
+    found = []
+    if skill_folder.is_dir():
+        for child in skill_folder.iterdir():
+            if (match := ITERATION_DIR.match(child.name)) and child.is_dir():
+                found.append((int(match.group(1)), child))
+    return sorted(found)
+
+
+def unfinished_iteration(skill_folder: Path) -> Path | None:
+    """The newest iteration this tool started and never finished (no benchmark.json)."""
+    for _, folder in reversed(iteration_folders(skill_folder)):
+        conditions = folder / "conditions.json"
+        if not conditions.is_file():
+            continue
+        recorded = json.loads(conditions.read_text(encoding="utf-8"))
+        if recorded.get("harness") == HARNESS and not (folder / "benchmark.json").exists():
+            return folder
+        return None
+    return None
+
+
+@dataclass
+class Settings:
+    workspace: Path
+    concurrency: int = 4
+    max_calls: int = 50
+    token_budget: int = 2_000_000
+    command_timeout: float = 120.0
+    keep_env: bool = False
+    responder_model: str | None = None
+
+
+class Runner:
+    def __init__(
+        self,
+        plan: Plan,
+        client: anthropic.Anthropic,
+        settings: Settings,
+        *,
+        progress: Callable[[RunOutcome, int, int], None] | None = None,
+    ):
+        self.plan = plan
+        self.client = client
+        self.settings = settings
+        self.progress = progress
+        self.skill_folder = settings.workspace / plan.skill.name
+        self._done = 0
+        self._lock = threading.Lock()
+
+    def run(self, *, resume: bool = False) -> IterationRun:
+        """Run (or finish) an iteration, write benchmark.json and import it."""
+        with SkillLock(self.skill_folder):
+            folder = unfinished_iteration(self.skill_folder) if resume else None
+            result = IterationRun(self.plan.skill.name, folder or self._new_iteration())
+            result.resumed = folder is not None
+            if folder is not None:
+                self._restore_plan(folder)
+            else:
+                self._write_conditions(result.folder)
+            self._run_all(result)
+            self._finish(result.folder)
+        import_workspace([result.folder])
+        return result
+
+    def _new_iteration(self) -> Path:
+        existing = iteration_folders(self.skill_folder)
+        number = existing[-1][0] + 1 if existing else 1
+        folder = self.skill_folder / f"iteration-{number}"
+        folder.mkdir(parents=True)
+        return folder
+
+    def _write_conditions(self, folder: Path) -> None:
+        plan = self.plan
+        data: dict[str, Any] = {"mode": plan.mode}
+        if plan.baseline_label:
+            data["baseline"] = plan.baseline_label
+        data.update(
+            conditions=[
+                {
+                    "name": c.name,
+                    "skill_path": c.skill.path if c.skill else None,
+                    "staged_skill_slug": plan.skill.name if c.skill else None,
+                }
+                for c in plan.conditions
+            ],
+            timestamp=_now(),
+            harness=HARNESS,
+            runs=max((e.runs for e in plan.evals), default=1),
+            agent_model=plan.agent_model,
+            judge_model=plan.judge_model,
+            responder_model=self.settings.responder_model,
+            runevals={"evals": [e.eval_id for e in plan.evals]},
+        )
+        _write_json(folder / "conditions.json", data)
+        (folder / "skill-snapshot.md").write_text(
+            (plan.skill_dir / "SKILL.md").read_text(encoding="utf-8"), encoding="utf-8"
+        )
+        # The definitions that ran, beside the results: the importer reads them from here.
+        shutil.copyfile(plan.skill_dir / "evals" / "evals.json", folder / "evals.json")
+
+    def _restore_plan(self, folder: Path) -> None:
+        """On --resume, keep the interrupted iteration's evals and models, not today's flags."""
+        recorded = json.loads((folder / "conditions.json").read_text(encoding="utf-8"))
+        wanted = set(recorded.get("runevals", {}).get("evals") or [])
+        if wanted:
+            self.plan.runs = [r for r in self.plan.runs if r.eval_id in wanted]
+        self.plan.agent_model = recorded.get("agent_model") or self.plan.agent_model
+        self.plan.judge_model = recorded.get("judge_model") or self.plan.judge_model
+
+    def _run_all(self, result: IterationRun) -> None:
+        folder = result.folder
+        pending = []
+        for run in self.plan.runs:
+            target = folder / run.relpath
+            # A run folder only appears once complete (see _one); an errored one is retried.
+            if target.is_dir() and not (target / "error.json").exists():
+                result.outcomes.append(RunOutcome(run, resumed=True))
+                continue
+            if target.exists():
+                shutil.rmtree(target)
+            pending.append(run)
+        templates = self._templates(folder, {r.eval_id for r in pending})
+        total = len(pending)
+        with ThreadPoolExecutor(max_workers=max(1, self.settings.concurrency)) as pool:
+            futures = [pool.submit(self._one, folder, run, templates) for run in pending]
+            for future in as_completed(futures):
+                outcome = future.result()
+                result.outcomes.append(outcome)
+                with self._lock:
+                    self._done += 1
+                    if self.progress:
+                        self.progress(outcome, self._done, total)
+        shutil.rmtree(folder / ".templates", ignore_errors=True)
+
+    def _templates(self, folder: Path, eval_ids: set[str]) -> dict[str, tuple[Path, str]]:
+        templates = {}
+        for case in self.plan.evals:
+            if case.eval_id in eval_ids:
+                path = folder / ".templates" / case.eval_id
+                if path.exists():
+                    shutil.rmtree(path)
+                templates[case.eval_id] = (path, build_template(path, case.fixtures))
+        return templates
+
+    def _one(
+        self, folder: Path, run: RunPlan, templates: dict[str, tuple[Path, str]]
+    ) -> RunOutcome:
+        started = time.monotonic()
+        case = self.plan.eval(run.eval_id)
+        condition = self.plan.condition(run.condition)
+        template, baseline = templates[run.eval_id]
+        env = folder / run.env_name
+        copy_template(template, env)
+        skills = {condition.skill.name: condition.skill.body} if condition.skill else {}
+        descriptions = (
+            {condition.skill.name: condition.skill.description} if condition.skill else {}
+        )
+        conversation = Conversation(
+            self.client,
+            AgentSettings(
+                model=self.plan.agent_model,
+                max_calls=self.settings.max_calls,
+                token_budget=self.settings.token_budget,
+                responder_model=self.settings.responder_model,
+            ),
+            system=system_prompt(str(env.resolve()), descriptions),
+            tools=tool_definitions(with_skill=bool(skills)),
+            toolbox=Toolbox(TaskFolder(env), skills=skills),
+            matches=rust_search,
+        )
+        staging = folder / ".partial" / run.relpath
+        if staging.exists():
+            shutil.rmtree(staging)
+        staging.mkdir(parents=True)
+        outcome = RunOutcome(run)
+        agent = conversation.result
+        try:
+            agent = conversation.run(case.case)
+            self._write_run(staging, run, case, condition, env, agent)
+            graded = grade(
+                client=self.client,
+                plan=self.plan,
+                case=case,
+                condition=condition,
+                run=run,
+                record=json.loads((staging / "run.json").read_text(encoding="utf-8")),
+                task_folder=env,
+                baseline_commit=baseline,
+                staging=staging,
+                command_timeout=self.settings.command_timeout,
+            )
+            outcome.passed, outcome.total = graded.passed, graded.total
+            outcome.judge_tokens, outcome.judge_calls = graded.tokens, graded.calls
+        except (anthropic.APIError, JudgeUnavailable) as exc:
+            # Retries are the SDK's (429 with retry-after, 529, 5xx, timeouts, dropped
+            # connections); still failing, the run is errored, never graded as a failure.
+            outcome.errored = f"{type(exc).__name__}: {_one_line(str(exc))}"
+            (staging / "grading.json").unlink(missing_ok=True)
+            _write_json(
+                staging / "error.json",
+                {
+                    "error": outcome.errored,
+                    "type": type(exc).__name__,
+                    "api_calls": agent.usage.calls,
+                    "at": _now(),
+                },
+            )
+        outcome.tokens, outcome.calls = agent.usage.total, agent.usage.calls
+        _write_json(
+            staging / "timing.json",
+            {
+                "total_tokens": agent.usage.total,
+                "duration_ms": agent.duration_ms,
+                "source": "completion-event",
+            },
+        )
+        # Only a complete run folder ever appears in the iteration: rename is atomic.
+        target = folder / run.relpath
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging, target)
+        if not self.settings.keep_env:
+            shutil.rmtree(env, ignore_errors=True)
+        outcome.seconds = time.monotonic() - started
+        return outcome
+
+    def _write_run(self, staging, run, case, condition, env, agent: AgentResult) -> None:
+        root = env.resolve()
+        record: dict[str, Any] = {
+            "eval_id": run.eval_id,
+            "condition": run.condition,
+            "skill_path": condition.skill.path if condition.skill else None,
+            "prompt": case.case["prompt"],
+            "files": [str(root / destination) for _, destination in case.fixtures],
+            "final_message": agent.final_message,
+            "tool_invocations": agent.tool_invocations,
+            "total_tokens": None,
+            "duration_ms": None,
+        }
+        if run.multi:
+            record["run_index"] = run.run_index
+        _write_json(staging / "run.json", record)
+        _write_json(staging / "conversation.json", agent.conversation())
+
+    def _finish(self, folder: Path) -> None:
+        """benchmark.json from the graded runs, with evalsite's validity warnings."""
+        shutil.rmtree(folder / ".partial", ignore_errors=True)
+        tree = read_tree(folder, display=str(folder))
+        parsed = read_iteration(
+            tree,
+            skill_name=self.plan.skill.name,
+            label=folder.name,
+            definitions=self.plan.definitions,
+        )
+        compared = [c.name for c in self.plan.conditions]
+        benchmark = recomputed_benchmark(
+            parsed,
+            {
+                "conditions_compared": compared,
+                "generated": _now(),
+                "baseline": self.plan.baseline_label,
+            },
+        )
+        benchmark["validity_warnings"] = validity_warnings(parsed)
+        _write_json(folder / "benchmark.json", benchmark)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:300]
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
