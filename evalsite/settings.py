@@ -156,8 +156,8 @@ EVALSITE_WORKSPACE_DIR = Path(
 ).resolve()
 
 # runevals: default models, and how hard the Anthropic client retries before a run errors.
-EVALSITE_AGENT_MODEL = os.environ.get("EVALSITE_AGENT_MODEL", "claude-sonnet-4-5")
-EVALSITE_JUDGE_MODEL = os.environ.get("EVALSITE_JUDGE_MODEL", "claude-sonnet-4-5")
+EVALSITE_AGENT_MODEL = os.environ.get("EVALSITE_AGENT_MODEL", "claude-sonnet-5-5")
+EVALSITE_JUDGE_MODEL = os.environ.get("EVALSITE_JUDGE_MODEL", "claude-sonnet-5-5")
 EVALSITE_API_MAX_RETRIES = env_int("EVALSITE_API_MAX_RETRIES", 6)
 EVALSITE_API_TIMEOUT = float(env_int("EVALSITE_API_TIMEOUT", 300))
 
