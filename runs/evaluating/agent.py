@@ -11,9 +11,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
-
-import anthropic
+from typing import Any, Protocol
 
 from .tools import Toolbox, cap
 
@@ -30,6 +28,13 @@ change files there and to run commands. Paths may be absolute or relative to {ro
 When you have finished, reply with a concise summary of what you did."""
 
 SKILLS_BLOCK = "The following skills are available for use with the Skill tool:"
+
+
+class MessagesClient(Protocol):
+    """What the harness needs of a client: `anthropic.Anthropic` or a wrapper around it."""
+
+    @property
+    def messages(self) -> Any: ...
 
 
 def system_prompt(root: str, skills: dict[str, str]) -> str:
@@ -103,7 +108,7 @@ class Conversation:
 
     def __init__(
         self,
-        client: anthropic.Anthropic,
+        client: MessagesClient,
         settings: AgentSettings,
         *,
         system: str,

@@ -7,10 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anthropic
-
 from grading.graders.grade import grade_run
 
+from .agent import MessagesClient
 from .plan import ConditionPlan, EvalPlan, Plan, RunPlan
 
 
@@ -24,7 +23,7 @@ class Graded:
 
 def grade(
     *,
-    client: anthropic.Anthropic,
+    client: MessagesClient,
     plan: Plan,
     case: EvalPlan,
     condition: ConditionPlan,

@@ -41,6 +41,26 @@ HARNESS = "evalsite-runevals"
 ITERATION_DIR = re.compile(r"^iteration-(\d+)$")
 
 
+class TimedClient:
+    """The Anthropic client seen by one run: same calls, with the time spent waiting counted.
+
+    What a run costs beyond waiting on the API is evalsite's own overhead; the benchmark
+    reports it, so it is measured where the calls are made.
+    """
+
+    def __init__(self, client: anthropic.Anthropic):
+        self._client = client
+        self.seconds = 0.0
+        self.messages = self
+
+    def create(self, **kwargs: Any) -> Any:
+        started = time.monotonic()
+        try:
+            return self._client.messages.create(**kwargs)
+        finally:
+            self.seconds += time.monotonic() - started
+
+
 class LockHeld(Exception):
     """Another runevals holds the skill's lock; the message says who."""
 
@@ -56,6 +76,7 @@ class RunOutcome:
     judge_tokens: int = 0
     judge_calls: int = 0
     seconds: float = 0.0
+    api_seconds: float = 0.0
     resumed: bool = False
 
 
@@ -261,6 +282,7 @@ class Runner:
         self, folder: Path, run: RunPlan, templates: dict[str, tuple[Path, str]]
     ) -> RunOutcome:
         started = time.monotonic()
+        client = TimedClient(self.client)
         case = self.plan.eval(run.eval_id)
         condition = self.plan.condition(run.condition)
         template, baseline = templates[run.eval_id]
@@ -271,7 +293,7 @@ class Runner:
             {condition.skill.name: condition.skill.description} if condition.skill else {}
         )
         conversation = Conversation(
-            self.client,
+            client,
             AgentSettings(
                 model=self.plan.agent_model,
                 max_calls=self.settings.max_calls,
@@ -293,7 +315,7 @@ class Runner:
             agent = conversation.run(case.case)
             self._write_run(staging, run, case, condition, env, agent)
             graded = grade(
-                client=self.client,
+                client=client,
                 plan=self.plan,
                 case=case,
                 condition=condition,
@@ -336,6 +358,7 @@ class Runner:
         if not self.settings.keep_env:
             shutil.rmtree(env, ignore_errors=True)
         outcome.seconds = time.monotonic() - started
+        outcome.api_seconds = client.seconds
         return outcome
 
     def _write_run(self, staging, run, case, condition, env, agent: AgentResult) -> None:

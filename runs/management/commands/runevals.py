@@ -82,6 +82,8 @@ class Command(BaseCommand):
                 "ANTHROPIC_API_KEY is not set: runevals needs it to call the Anthropic API",
                 returncode=COULD_NOT_RUN,
             )
+        # With --json, stdout carries only the JSON; progress goes to stderr.
+        self.log = self.stderr if options["json"] else self.stdout
         client = anthropic.Anthropic(
             max_retries=settings.EVALSITE_API_MAX_RETRIES,
             timeout=settings.EVALSITE_API_TIMEOUT,
@@ -108,8 +110,8 @@ class Command(BaseCommand):
             report = iteration_report(result)
             regression = regression or report["regression"]
             reports.append(report)
+            self._end_progress()
             if not options["json"]:
-                self._end_progress()
                 self.stdout.write(report["summary"])
         if options["json"]:
             self.stdout.write(json.dumps(reports if len(reports) > 1 else reports[0], indent=2))
@@ -147,14 +149,14 @@ class Command(BaseCommand):
             f"[{done}/{total}] {what}: {detail} ({outcome.seconds:.1f} s, "
             f"{outcome.tokens + outcome.judge_tokens} tokens)"
         )
-        if self.stdout.isatty():
+        if self.log.isatty():
             width = 24
             bar = "#" * (width * done // total) + "-" * (width - width * done // total)
-            self.stdout.write(f"\r\033[K[{bar}] {line}", ending="")
-            self.stdout.flush()
+            self.log.write(f"\r\033[K[{bar}] {line}", ending="")
+            self.log.flush()
         else:
-            self.stdout.write(line)
+            self.log.write(line)
 
     def _end_progress(self) -> None:
-        if self.stdout.isatty():
-            self.stdout.write("\r\033[K", ending="")
+        if self.log.isatty():
+            self.log.write("\r\033[K", ending="")

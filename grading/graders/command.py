@@ -1,0 +1,308 @@
+"""`command_check`: an eval author's shell command run in the task folder after the agent.
+
+The command is trusted (the eval author wrote it) but its environment is not inherited
+blindly: secrets the grader holds never reach it, nor do variables that would point git at
+another repository than the task folder's own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import re
+import shutil
+import signal
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from .rustregex import RustRegexError, compile_rust_regex
+
+GRADER = "command_check"
+DEFAULT_TIMEOUT_SECONDS = 120.0
+CAPTURE_BYTES = 2048
+STDERR_EVIDENCE_CHARS = 200
+
+#: The variables `git rev-parse --local-env-vars` names — they locate or reconfigure *a*
+#: repository, so one inherited from runevals (say, run from a git hook) would point the
+#: command's git at the wrong one — plus the discovery-limiting ones. Others (GIT_AUTHOR_*,
+#: GIT_SSH_COMMAND, GIT_TERMINAL_PROMPT…) are the user's preferences and stay.
+GIT_LOCATION_VARIABLES = frozenset(
+    {
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_CONFIG",
+        "GIT_CONFIG_PARAMETERS",
+        "GIT_CONFIG_COUNT",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_IMPLICIT_WORK_TREE",
+        "GIT_GRAFT_FILE",
+        "GIT_INDEX_FILE",
+        "GIT_NO_REPLACE_OBJECTS",
+        "GIT_REPLACE_REF_BASE",
+        "GIT_PREFIX",
+        "GIT_INTERNAL_SUPER_PREFIX",
+        "GIT_SHALLOW_FILE",
+        "GIT_COMMON_DIR",
+        "GIT_CEILING_DIRECTORIES",
+        "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+        "GIT_NAMESPACE",
+        "GIT_QUARANTINE_PATH",
+    }
+)
+SECRET_NAMES = frozenset(
+    {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "SECRET_KEY", "DATABASE_URL"}
+)
+#: Names that look like credentials: *_API_KEY, *_TOKEN, *_SECRET and their kin.
+SECRET_PATTERN = re.compile(
+    r"(_KEY|_TOKEN|_SECRET|PASSWORD|_PASSWD|CREDENTIALS?|_DATABASE_URL)$", re.IGNORECASE
+)
+
+
+def command_environment(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The inherited environment minus git location variables and secrets, plus `overrides`.
+
+    `DJANGO_*` goes too: runevals' own DJANGO_SETTINGS_MODULE would otherwise win over the
+    `setdefault` in a fixture project's manage.py.
+    """
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in GIT_LOCATION_VARIABLES
+        and name not in SECRET_NAMES
+        and not SECRET_PATTERN.search(name)
+        and not name.startswith("DJANGO_")
+    }
+    env.update(overrides or {})
+    return env
+
+
+def matrix_cells(matrix: Mapping[str, list[str]] | None) -> list[dict[str, str]]:
+    """The Cartesian product of a matrix, keys in sorted order, values in declared order."""
+    if not matrix:
+        return []
+    keys = sorted(matrix)
+    return [
+        dict(zip(keys, values, strict=True))
+        for values in itertools.product(*(matrix[key] for key in keys))
+    ]
+
+
+class SetupFileError(Exception):
+    """A `setup_files` entry that cannot be copied; the message names it."""
+
+
+def copy_setup_files(paths: list[str], *, evals_dir: Path, task_dir: Path) -> None:
+    """Copy held-out files (relative to the skill's evals/) to the same path in the task."""
+    for declared in paths:
+        relative = PurePosixPath(declared.replace("\\", "/"))
+        if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+            raise SetupFileError(f"setup file {declared!r} must be relative, without '..'")
+        if relative.parts[0].lower() == ".git":
+            raise SetupFileError(f"setup file {declared!r} may not write the task's .git")
+        source, target = evals_dir / relative, task_dir / relative
+        if not target.resolve().is_relative_to(task_dir.resolve()):
+            # The agent may have left a symlink here; the grader writes only in the task.
+            raise SetupFileError(f"setup file {declared!r} would land outside the task folder")
+        if source.is_dir():
+            shutil.copytree(source, target, dirs_exist_ok=True)
+        elif source.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+        else:
+            raise SetupFileError(f"setup file {declared!r} not found under {evals_dir}")
+
+
+def command_check(
+    assertion: Mapping[str, Any],
+    *,
+    task_dir: Path,
+    evals_dir: Path | None = None,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(assertion result, command-check record) for one `command_check` assertion.
+
+    The record is valid against command-check.schema.json; runevals writes it to
+    `command-checks/<id>.json`.
+    """
+    assertion_id = str(assertion["id"])
+    expected = int(assertion.get("expect_exit_code", 0))
+    stdout_pattern = assertion.get("expect_stdout")
+
+    def failed_before_running(evidence: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        record = {
+            "id": assertion_id,
+            "passed": False,
+            "evidence": evidence,
+            "expected_exit_code": expected,
+            "actual_exit_code": None,
+            "stdout": "",
+            "stderr": "",
+        }
+        # The eval, not the agent, is at fault: confidence 0 sends it to a person.
+        return _result(assertion_id, False, evidence, confidence=0.0), record
+
+    if not task_dir.is_dir():
+        return failed_before_running(f"the task folder {task_dir} does not exist")
+    regex = None
+    if stdout_pattern is not None:
+        try:
+            regex = compile_rust_regex(stdout_pattern)
+        except RustRegexError as exc:
+            return failed_before_running(f"invalid expect_stdout regex /{stdout_pattern}/: {exc}")
+    try:
+        if assertion.get("setup_files"):
+            if evals_dir is None:
+                raise SetupFileError("setup_files given but no evals/ directory to copy from")
+            copy_setup_files(list(assertion["setup_files"]), evals_dir=evals_dir, task_dir=task_dir)
+    except (SetupFileError, OSError) as exc:
+        return failed_before_running(f"could not copy setup files: {exc}")
+
+    base_env = {str(k): str(v) for k, v in (assertion.get("env") or {}).items()}
+    cells = matrix_cells(assertion.get("matrix"))
+    runs = [
+        _run_cell(
+            str(assertion["command"]),
+            overrides={**base_env, **cell},
+            task_dir=task_dir,
+            timeout=timeout,
+            expected=expected,
+            stdout_pattern=stdout_pattern,
+            regex=regex,
+        )
+        for cell in (cells or [{}])
+    ]
+    if not cells:
+        single = runs[0]
+        record = {"id": assertion_id, **single, "expected_exit_code": expected}
+        return _result(assertion_id, single["passed"], single["evidence"]), record
+
+    for cell, outcome in zip(cells, runs, strict=True):
+        outcome["env"] = {**base_env, **cell}
+    failures = [
+        f"{', '.join(f'{k}={v}' for k, v in cell.items())} ({outcome['evidence']})"
+        for cell, outcome in zip(cells, runs, strict=True)
+        if not outcome["passed"]
+    ]
+    passed = not failures
+    evidence = f"{len(runs) - len(failures)}/{len(runs)} matrix cells passed"
+    if failures:
+        evidence += "; failed cells: " + "; ".join(failures)
+    record = {
+        "id": assertion_id,
+        "passed": passed,
+        "evidence": evidence,
+        "expected_exit_code": expected,
+        "actual_exit_code": None,
+        "stdout": "",
+        "stderr": "",
+        "cells": runs,
+    }
+    return _result(assertion_id, passed, evidence), record
+
+
+def _result(
+    assertion_id: str, passed: bool, evidence: str, *, confidence: float = 1.0
+) -> dict[str, Any]:
+    return {
+        "id": assertion_id,
+        "passed": passed,
+        "evidence": evidence,
+        "confidence": confidence,
+        "grader": GRADER,
+    }
+
+
+def _run_cell(
+    command: str,
+    *,
+    overrides: dict[str, str],
+    task_dir: Path,
+    timeout: float,
+    expected: int,
+    stdout_pattern: str | None,
+    regex: re.Pattern[str] | None,
+) -> dict[str, Any]:
+    """One run of the command: passed, evidence, exit code and capped output."""
+    # A session of its own, so a timeout kills the command's children too, not only sh.
+    try:
+        process = subprocess.Popen(
+            ["sh", "-c", command],
+            cwd=task_dir,
+            env=command_environment(overrides),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:  # no task folder, no sh
+        evidence = f"could not run the command: {exc}"
+        return {
+            "passed": False,
+            "evidence": evidence,
+            "actual_exit_code": None,
+            "stdout": "",
+            "stderr": "",
+        }
+    timed_out = False
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(process)
+        try:
+            out, err = process.communicate(timeout=5)
+        except subprocess.TimeoutExpired:  # a child left the group and holds the pipes
+            process.kill()
+            out, err = b"", b""
+    stdout = out.decode("utf-8", errors="replace")
+    stderr = err.decode("utf-8", errors="replace")
+    code = process.returncode
+
+    clauses = []
+    if timed_out:
+        exit_code = None
+        clauses.append(f"timed out after {timeout:g} s")
+        passed = False
+    elif code < 0:
+        exit_code = None
+        clauses.append(f"killed by signal {-code}, expected exit code {expected}")
+        passed = False
+    else:
+        exit_code = code
+        passed = code == expected
+        clauses.append(
+            f"exit code matched {code}" if passed else f"exit code {code}, expected {expected}"
+        )
+    if regex is not None and not timed_out:
+        if regex.search(stdout):
+            clauses.append(f'stdout matched regex "{stdout_pattern}"')
+        else:
+            clauses.append(f'stdout did not match regex "{stdout_pattern}"')
+            passed = False
+    if not passed and stderr.strip():
+        excerpt = " ".join(stderr.split())[:STDERR_EVIDENCE_CHARS]
+        clauses.append(f'stderr: "{excerpt}"')
+    return {
+        "passed": passed,
+        "evidence": "; ".join(clauses),
+        "actual_exit_code": exit_code,
+        "stdout": cap_bytes(stdout),
+        "stderr": cap_bytes(stderr),
+    }
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def cap_bytes(text: str, limit: int = CAPTURE_BYTES) -> str:
+    """The start of `text`, at most `limit` bytes of UTF-8, never cutting a character."""
+    encoded = text.encode("utf-8")
+    if len(encoded) <= limit:
+        return text
+    return encoded[:limit].decode("utf-8", errors="ignore")

@@ -1,0 +1,238 @@
+"""`diff_scope`: how much of the task folder the agent changed, measured by git.
+
+The task folder is a git repository whose first commit (or `refs/eval-magic/baseline`, when
+the harness marks one) holds the eval's fixtures. The whole working tree — untracked files
+included, the codebase's own .gitignore honoured — is staged into a throwaway index seeded
+from the baseline, and that index is diffed against the baseline. The repository's own
+index, refs and history are never touched, so whatever the agent did with git (staging,
+committing, switching branches) does not hide a change.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .command import command_environment
+
+GRADER = "diff_scope"
+BASELINE_REF = "refs/eval-magic/baseline"
+PATCH_NAME = "diff.patch"
+#: diff.patch is cut here (with a marker line) so one runaway run cannot fill the disk.
+PATCH_CAP_BYTES = 1024 * 1024
+_STATUS = {"A": "added", "M": "modified", "D": "deleted", "T": "modified"}
+# Deterministic git: no user or system config (diff.noprefix, external diff, textconv…).
+_GIT_CONFIG = [
+    *("-c", "safe.directory=*"),
+    *("-c", "core.quotepath=off"),
+    *("-c", "core.autocrlf=false"),
+    *("-c", "core.fsmonitor=false"),
+    *("-c", "core.hooksPath=/dev/null"),
+]
+
+
+class DiffError(Exception):
+    """The task folder's diff could not be measured; the message says why."""
+
+
+@dataclass
+class DiffMeasurement:
+    record: dict[str, Any]  # diff-scope.json, valid against diff-scope.schema.json
+    patch: str  # diff.patch, already capped
+
+    @property
+    def files_touched(self) -> int:
+        return int(self.record["files_touched"])
+
+    @property
+    def lines_changed(self) -> int:
+        return int(self.record["lines_added"]) + int(self.record["lines_removed"])
+
+
+def measure_diff(task_dir: Path, *, baseline: str | None = None) -> DiffMeasurement:
+    """The task folder's changes against its baseline commit (DiffError when impossible)."""
+    if not (task_dir / ".git").exists():
+        raise DiffError(f"{task_dir} is not a git repository")
+    with tempfile.TemporaryDirectory(prefix="evalsite-diff-") as scratch:
+        env = _git_environment(Path(scratch) / "index", task_dir=task_dir)
+        git = _Git(task_dir, env)
+        base = baseline or git.baseline()
+        git.run("read-tree", base)
+        git.run("add", "--all", "--", ".")
+        diff = ["diff", "--cached", "--no-renames", "--no-ext-diff", "--no-textconv", base]
+        numstat = git.run(*diff, "--numstat", "-z")
+        statuses = git.run(*diff, "--name-status", "-z")
+        zero_context = git.run(*diff, "-U0", "--no-color")
+        patch = git.run(*diff, "--no-color", "--src-prefix=a/", "--dst-prefix=b/")
+
+    counts = _parse_numstat(numstat)
+    kinds = _parse_name_status(statuses)
+    files = [
+        {
+            "path": path,
+            "status": _STATUS.get(kinds.get(path, "M"), "modified"),
+            "lines_added": added,
+            "lines_removed": removed,
+        }
+        for path, (added, removed) in counts.items()  # in git's own path order
+    ]
+    hunks = sum(1 for line in zero_context.splitlines() if line.startswith("@@ "))
+    patch_text, truncated = _cap_patch(patch)
+    record = {
+        "files_touched": len(files),
+        "lines_added": sum(f["lines_added"] for f in files),
+        "lines_removed": sum(f["lines_removed"] for f in files),
+        "hunks": hunks,
+        "files": files,
+        "patch": {
+            "path": PATCH_NAME,
+            "bytes": len(patch_text.encode("utf-8")),
+            "truncated": truncated,
+        },
+    }
+    return DiffMeasurement(record=record, patch=patch_text)
+
+
+def diff_scope(
+    assertion: Mapping[str, Any],
+    *,
+    task_dir: Path | None = None,
+    measurement: DiffMeasurement | None = None,
+    baseline: str | None = None,
+) -> tuple[dict[str, Any], DiffMeasurement | None]:
+    """(assertion result, the measurement) for one `diff_scope` assertion.
+
+    Pass `measurement` to reuse one taken earlier (runevals measures once per run, before
+    any command_check's setup files land in the folder).
+    """
+    assertion_id = str(assertion["id"])
+    if measurement is None:
+        if task_dir is None:
+            raise ValueError("diff_scope needs a task_dir or a measurement")
+        try:
+            measurement = measure_diff(task_dir, baseline=baseline)
+        except DiffError as exc:
+            # Not the agent's fault; confidence 0 sends it to a person.
+            return _result(assertion_id, False, f"could not measure the diff: {exc}", 0.0), None
+    record = measurement.record
+    clauses, passed = [], True
+    max_files = assertion.get("max_files_touched")
+    if max_files is not None:
+        ok = measurement.files_touched <= max_files
+        passed &= ok
+        clauses.append(f"files touched: {measurement.files_touched} {_cmp(ok)} {max_files}")
+    max_lines = assertion.get("max_lines_changed")
+    if max_lines is not None:
+        ok = measurement.lines_changed <= max_lines
+        passed &= ok
+        clauses.append(
+            f"lines changed: {measurement.lines_changed} {_cmp(ok)} {max_lines} "
+            f"({record['lines_added']} added + {record['lines_removed']} removed)"
+        )
+    clauses.append(f"hunks: {record['hunks']}")
+    return _result(assertion_id, passed, "; ".join(clauses), 1.0), measurement
+
+
+def _cmp(ok: bool) -> str:
+    return "<=" if ok else ">"
+
+
+def _result(assertion_id: str, passed: bool, evidence: str, confidence: float) -> dict[str, Any]:
+    return {
+        "id": assertion_id,
+        "passed": passed,
+        "evidence": evidence,
+        "confidence": confidence,
+        "grader": GRADER,
+    }
+
+
+class _Git:
+    def __init__(self, folder: Path, env: dict[str, str]) -> None:
+        self.folder = folder
+        self.env = env
+
+    def run(self, *args: str) -> str:
+        try:
+            done = subprocess.run(
+                ["git", *_GIT_CONFIG, *args],
+                cwd=self.folder,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                check=False,
+            )
+        except OSError as exc:
+            raise DiffError(f"could not run git: {exc}") from None
+        if done.returncode != 0:
+            message = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
+            raise DiffError(f"git {args[0]} failed: {message[-1] if message else done.returncode}")
+        return done.stdout.decode("utf-8", errors="replace")
+
+    def baseline(self) -> str:
+        """The marked baseline ref when there is one, else the first commit of HEAD."""
+        try:
+            return self.run(
+                "rev-parse", "--verify", "--quiet", f"{BASELINE_REF}^{{commit}}"
+            ).strip()
+        except DiffError:
+            pass
+        roots = self.run("rev-list", "--max-parents=0", "HEAD").split()
+        if not roots:
+            raise DiffError("the task folder has no baseline commit")
+        return roots[-1]
+
+
+def _git_environment(index: Path, *, task_dir: Path) -> dict[str, str]:
+    # The repository's own config is the agent's to write, and `git add` runs what it names
+    # (clean filters, fsmonitor): git gets no more than the agent's own commands had —
+    # no secrets — and no GIT_* variable pointing it elsewhere.
+    env = {
+        name: value for name, value in command_environment().items() if not name.startswith("GIT_")
+    }
+    env.update(
+        {
+            "GIT_INDEX_FILE": str(index),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            # Never fall through to a repository the task folder happens to sit in.
+            "GIT_CEILING_DIRECTORIES": str(task_dir.resolve().parent),
+            "LC_ALL": "C",
+        }
+    )
+    return env
+
+
+def _parse_numstat(output: str) -> dict[str, tuple[int, int]]:
+    """{path: (added, removed)} from `--numstat -z`; a binary file counts 0 lines."""
+    counts: dict[str, tuple[int, int]] = {}
+    for entry in output.split("\0"):
+        if not entry:
+            continue
+        added, removed, path = entry.split("\t", 2)
+        counts[path] = (_count(added), _count(removed))
+    return counts
+
+
+def _count(field: str) -> int:
+    return 0 if field == "-" else int(field)
+
+
+def _parse_name_status(output: str) -> dict[str, str]:
+    """{path: status letter} from `--name-status -z` (no renames: one path per entry)."""
+    fields = [f for f in output.split("\0") if f]
+    return {fields[i + 1]: fields[i][0] for i in range(0, len(fields) - 1, 2)}
+
+
+def _cap_patch(patch: str) -> tuple[str, bool]:
+    encoded = patch.encode("utf-8")
+    if len(encoded) <= PATCH_CAP_BYTES:
+        return patch, False
+    kept = encoded[:PATCH_CAP_BYTES].decode("utf-8", errors="ignore")
+    marker = f"\n[diff.patch truncated: {len(encoded)} bytes, the first {PATCH_CAP_BYTES} kept]\n"
+    return kept + marker, True

@@ -1,0 +1,56 @@
+"""`__skill_invoked`: did the agent call the Skill tool for the skill under test?
+
+A meta result, tracked apart from the assertions so it never moves the pass rate. eval-magic
+writes it with grader `transcript_check` and these exact sentences (see the real baselines).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .transcript import raw_tool_calls
+
+SKILL_INVOKED_ID = "__skill_invoked"
+SKILL_TOOL = "Skill"
+# Claude Code's Skill tool takes {"skill": name}; older releases called the key "command".
+_SKILL_ARG_KEYS = ("skill", "command")
+
+
+def skill_check_applies(*, skill_loaded: bool, skill_should_trigger: bool | None) -> bool:
+    """Whether a run gets the meta check: a skill was loaded and the eval expects it to fire."""
+    return skill_loaded and skill_should_trigger is not False
+
+
+def names_skill(args: Any, skill_name: str) -> bool:
+    """Whether Skill-tool `args` name `skill_name` (`name`, or `plugin:name`)."""
+    values = [args] if isinstance(args, str) else []
+    if isinstance(args, Mapping):
+        values = [args.get(key) for key in _SKILL_ARG_KEYS]
+    return any(
+        isinstance(value, str)
+        and (value.strip() == skill_name or value.strip().endswith(f":{skill_name}"))
+        for value in values
+    )
+
+
+def skill_invoked_check(run: Mapping[str, Any], *, skill_name: str) -> dict[str, Any]:
+    """The `__skill_invoked` meta result for a run (confidence always 1.0)."""
+    calls = raw_tool_calls(run)
+    invoked = any(
+        call.get("name") == SKILL_TOOL and names_skill(call.get("args"), skill_name)
+        for call in calls
+    )
+    evidence = (
+        "Skill invocation verified from transcript."
+        if invoked
+        else f"No skill invocation found in transcript across {len(calls)} "
+        "transcript invocation(s)."
+    )
+    return {
+        "id": SKILL_INVOKED_ID,
+        "passed": invoked,
+        "evidence": evidence,
+        "confidence": 1.0,
+        "grader": "transcript_check",
+    }

@@ -1,0 +1,59 @@
+"""Assertions from any evals.json dialect; expectation slugs equal the importer's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grading.graders import expectations
+from grading.graders.expectations import case_assertions, judge_rubric
+from runs.importing import definitions
+
+
+@given(st.lists(st.text(max_size=120), max_size=6))
+def test_slugs_equal_the_importers(texts: list[str]) -> None:
+    assert expectations.unique_slugs(texts) == definitions.unique_slugs(texts)
+    for text in texts:
+        assert expectations.slugify(text) == definitions.slugify(text)
+
+
+def test_swl_and_skill_creator_cases_give_the_importers_assertions() -> None:
+    swl = {
+        "id": 1,
+        "prompt": "p",
+        "expectations": ["Names the file", "Names the file", "Runs the tests!"],
+        "grading_guidance": "Quote the message.",
+    }
+    creator = {
+        "id": 2,
+        "prompt": "p",
+        "expected_output": "e",
+        "files": [],
+        "assertions": ["Output is a CSV", {"id": "own-id", "text": "Has a header row"}],
+    }
+    raw = json.dumps({"skill_name": "s", "evals": [creator]}).encode()
+    _, parsed = definitions.parse_evals_json(raw, display="evals.json")
+    assert case_assertions(creator) == parsed["2"].assertions
+    assert case_assertions(swl) == definitions.judge_assertions(
+        swl["expectations"], guidance="Quote the message."
+    )
+    assert [a["id"] for a in case_assertions(swl)] == [
+        "names-the-file",
+        "names-the-file-2",
+        "runs-the-tests",
+    ]
+
+
+def test_eval_magic_assertions_are_kept_as_they_are(real_fixtures: Path) -> None:
+    evals_json = real_fixtures / "slow-powers/working-in-isolation/evals/evals.json"
+    case = json.loads(evals_json.read_text())["evals"][0]
+    assert case_assertions(case) == case["assertions"]
+
+
+def test_the_judge_rubric_carries_the_grading_guidance() -> None:
+    (assertion,) = expectations.judge_assertions(["Cites a line"], guidance="Line numbers count.")
+    assert judge_rubric(assertion) == "Cites a line\n\nGrading guidance:\nLine numbers count."
+    assert judge_rubric({"rubric": "Plain"}) == "Plain"
