@@ -65,13 +65,14 @@ def measure_diff(task_dir: Path, *, baseline: str | None = None) -> DiffMeasurem
         git.run("read-tree", base)
         git.run("add", "--all", "--", ".")
         diff = ["diff", "--cached", "--no-renames", "--no-ext-diff", "--no-textconv", base]
-        numstat = git.run(*diff, "--numstat", "-z")
-        statuses = git.run(*diff, "--name-status", "-z")
-        zero_context = git.run(*diff, "-U0", "--no-color")
-        patch = git.run(*diff, "--no-color", "--src-prefix=a/", "--dst-prefix=b/")
+        # Two diffs, not four: each git process costs more than the diffing itself. --raw
+        # gives each file's status and --numstat its line counts, in one NUL-separated list;
+        # the zero-context patch (eval-magic's hunks) is both diff.patch and the hunk count.
+        raw_and_numstat = git.run(*diff, "--raw", "--numstat", "-z")
+        patch = git.run(*diff, "-U0", "--no-color", "--src-prefix=a/", "--dst-prefix=b/")
+        zero_context = patch
 
-    counts = _parse_numstat(numstat)
-    kinds = _parse_name_status(statuses)
+    kinds, counts = _parse_raw_numstat(raw_and_numstat)
     files = [
         {
             "path": path,
@@ -208,25 +209,32 @@ def _git_environment(index: Path, *, task_dir: Path) -> dict[str, str]:
     return env
 
 
-def _parse_numstat(output: str) -> dict[str, tuple[int, int]]:
-    """{path: (added, removed)} from `--numstat -z`; a binary file counts 0 lines."""
+def _parse_raw_numstat(output: str) -> tuple[dict[str, str], dict[str, tuple[int, int]]]:
+    """({path: status letter}, {path: (added, removed)}) from `--raw --numstat -z`.
+
+    Raw entries are ":<modes> <ids> <status>" then the path; numstat entries are
+    "<added>\t<removed>\t<path>". Without renames each entry names one path. A binary
+    file's "-" counts count as 0 lines.
+    """
+    kinds: dict[str, str] = {}
     counts: dict[str, tuple[int, int]] = {}
-    for entry in output.split("\0"):
-        if not entry:
+    fields = output.split("\0")
+    i = 0
+    while i < len(fields):
+        field = fields[i]
+        if field.startswith(":"):
+            kinds[fields[i + 1]] = field.split()[-1][0]
+            i += 2
             continue
-        added, removed, path = entry.split("\t", 2)
-        counts[path] = (_count(added), _count(removed))
-    return counts
+        if field:
+            added, removed, path = field.split("\t", 2)
+            counts[path] = (_count(added), _count(removed))
+        i += 1
+    return kinds, counts
 
 
 def _count(field: str) -> int:
     return 0 if field == "-" else int(field)
-
-
-def _parse_name_status(output: str) -> dict[str, str]:
-    """{path: status letter} from `--name-status -z` (no renames: one path per entry)."""
-    fields = [f for f in output.split("\0") if f]
-    return {fields[i + 1]: fields[i][0] for i in range(0, len(fields) - 1, 2)}
 
 
 def _cap_patch(patch: str) -> tuple[str, bool]:

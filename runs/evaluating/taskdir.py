@@ -67,7 +67,8 @@ def build_template(folder: Path, fixtures: list[tuple[Path, PurePosixPath]]) -> 
         target = folder / destination
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
-    git(folder, "init", "-q", "-b", "main")
+    # No template: sample hooks and the like would only make every run's copy slower.
+    git(folder, "init", "-q", "-b", "main", "--template=")
     git(folder, "add", "-A")
     git(folder, "commit", "-q", "--allow-empty", "-m", "evalsite baseline: eval fixtures")
     return git(folder, "rev-parse", "HEAD")
