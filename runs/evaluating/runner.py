@@ -328,7 +328,8 @@ class Runner:
             )
             outcome.passed, outcome.total = graded.passed, graded.total
             outcome.judge_tokens, outcome.judge_calls = graded.tokens, graded.calls
-        except (anthropic.APIError, JudgeUnavailable) as exc:
+        except (anthropic.APIError, JudgeUnavailable, json.JSONDecodeError) as exc:
+            # (The SDK raises a bare JSONDecodeError for a 200 with an unreadable body.)
             # Retries are the SDK's (429 with retry-after, 529, 5xx, timeouts, dropped
             # connections); still failing, the run is errored, never graded as a failure.
             outcome.errored = f"{type(exc).__name__}: {_one_line(str(exc))}"
