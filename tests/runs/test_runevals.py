@@ -19,11 +19,14 @@ from tests.factories import write_json
 from tests.fakeapi import (
     FakeAnthropic,
     RecordedRequest,
+    dropped,
     judge_verdict,
     overloaded,
     rate_limited,
     reply,
+    reset,
     server_error,
+    slow,
     tool_use,
 )
 
@@ -314,6 +317,22 @@ def test_transient_api_faults_are_retried(tmp_path: Path, workspace, api, fault)
 
     assert "0 errored" in output
     assert api.message_requests[0].status != 200
+    assert Run.objects.filter(status="completed").count() == 2
+
+
+@pytest.mark.parametrize(
+    "fault", [dropped(), reset(), slow(1.5)], ids=["dropped", "reset", "timeout"]
+)
+def test_dropped_connections_and_timeouts_are_retried(
+    tmp_path: Path, workspace, api: FakeAnthropic, settings, fault
+) -> None:
+    settings.EVALSITE_API_TIMEOUT = 0.5
+    api.fail_first(1, fault)
+
+    output = runevals(str(make_skill(tmp_path)), "--only", "second-eval", "--concurrency", "1")
+
+    assert "0 errored" in output
+    assert api.message_requests[0].status is None or api.message_requests[0].call == 1
     assert Run.objects.filter(status="completed").count() == 2
 
 
