@@ -439,3 +439,55 @@ def test_each_real_evals_json_runs_validates_and_imports(
             (folder / f"eval-{eval_id}" / "with_skill" / "grading.json").read_text()
         )
         assert "meta_results" not in grading  # negative evals carry no invocation check
+
+
+def test_an_llm_responder_plays_the_user_until_it_judges_the_task_done(
+    tmp_path: Path, workspace, api: FakeAnthropic
+) -> None:
+    evals = [
+        {
+            "id": "chat",
+            "prompt": "Help me plan.",
+            "expected_output": "A plan.",
+            "responder": {"type": "llm", "max_turns": 3},
+        }
+    ]
+
+    def chat(request: RecordedRequest) -> Any:
+        if request.forced_tool == "respond":
+            if "Use the staging branch." in json.dumps(request.messages):
+                return reply(tool_use("respond", {"action": "done", "rationale": "plan given"}))
+            answer = {"action": "reply", "message": "Use the staging branch.", "rationale": "asked"}
+            return reply(tool_use("respond", answer))
+        return reply("Which branch should I use?")
+
+    api.script = chat
+    runevals(str(make_skill(tmp_path, evals)), "--only", "chat", "--concurrency", "1")
+
+    conversation = json.loads(
+        (workspace / "demo/iteration-1/eval-chat/with_skill/conversation.json").read_text()
+    )
+    assert conversation["status"] == "completed"
+    assert conversation["delivered_followups"] == 1
+    follow_up = conversation["events"][2]
+    assert follow_up["text"] == "Use the staging branch."
+    assert follow_up["origin"] == {"responder": "llm", "rationale": "asked"}
+    assert conversation["responder_outcome"] == {"ending": "done", "rationale": "plan given"}
+
+
+def test_revision_mode_takes_the_old_skill_from_a_git_ref(tmp_path: Path, workspace, api) -> None:
+    skill = make_skill(tmp_path)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(skill)]
+    import subprocess
+
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "v1"], check=True)
+    (skill / "SKILL.md").write_text("---\nname: demo\ndescription: Version two.\n---\nNew.\n")
+
+    runevals(str(skill), "--mode", "revision", "--baseline", "HEAD", "--only", "second-eval")
+
+    systems = {r.system_text for r in api.message_requests if not r.forced_tool}
+    assert any("- demo: Use when writing notes." in s for s in systems)  # old_skill, from HEAD
+    assert any("- demo: Version two." in s for s in systems)  # new_skill, on disk
+    assert Iteration.objects.get().baseline == "HEAD"
