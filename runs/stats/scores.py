@@ -53,8 +53,20 @@ class PairedDelta:
 
     @property
     def significant(self) -> bool:
-        """Return whether the interval excludes 0 (the mark the overview shows)."""
+        """Return whether the interval excludes 0."""
         return self.interval is not None and not self.interval.spans_zero
+
+    @property
+    def signal(self) -> str:
+        """"significant" (interval excludes 0 and permutation p < 0.05), "suggestive"
+        (the interval excludes 0 but, with few evals, the permutation test cannot rule out
+        chance) or "noise" — the mark pages show beside a delta, agreeing with its verdict.
+        """
+        if not self.significant:
+            return "noise"
+        if self.p_value is not None and self.p_value >= 0.05:
+            return "suggestive"
+        return "significant"
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,8 @@ def test_summaries_compare_treatment_with_control_and_say_so(sample) -> None:
         summary.treatment.score.mean - summary.control.score.mean
     )
     assert summary.verdict.startswith("with_skill beats without_skill by +0.47 (95% CI ")
+    assert summary.verdict.endswith("though the permutation test cannot rule out chance")
+    assert summary.delta.signal == "suggestive"
     assert summary.treatment.invocation.successes == summary.treatment.invocation.n == 6
     # The negative eval ran once with the skill and did not trigger it.
     assert (summary.treatment.false_trigger.successes, summary.treatment.false_trigger.n) == (0, 1)

@@ -73,6 +73,8 @@ def test_the_skill_page_has_trend_charts_a_table_and_notes(client: Client, sampl
     assert "vendor/plotly.min.js" in html
     for number in (1, 2, 3, 4):
         assert f'href="{SKILL}iterations/{number}/"' in html
+    # #3's interval excludes 0 but 5 evals cannot rule out chance (p = 0.125): not "significant".
+    assert ">suggestive</span>" in html and ">significant</span>" not in html
 
 
 def test_a_skill_without_iterations_says_how_to_get_some(client: Client, tmp_path: Path) -> None:
