@@ -2,10 +2,8 @@
 
 SWL and skill-creator `expectations` are free text: each becomes an `llm_judge` assertion
 whose id is a slug of the text and whose rubric is the text (SWL's `grading_guidance` is
-appended when the judge is asked). The slugs must equal the importer's
-(`runs.importing.definitions`), so a regraded run's results line up with imported ones;
-they are reimplemented here because that module needs Django settings, and a test holds
-the two equal.
+appended when the judge is asked). The importer (`runs.importing.definitions`) uses these
+same functions, so a regraded run's results line up with imported ones.
 """
 
 from __future__ import annotations

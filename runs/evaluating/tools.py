@@ -16,13 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grading.graders.command import command_environment
+
 #: What the model gets back from one tool call at most; the rest is cut with a note.
 MAX_TOOL_OUTPUT = 30_000
 BASH_TIMEOUT_SECONDS = 120
 MAX_BASH_TIMEOUT_SECONDS = 600
-#: Environment variables never passed to commands the agent runs.
-SECRET_NAMES = {"ANTHROPIC_API_KEY", "SECRET_KEY", "DATABASE_URL", "ANTHROPIC_AUTH_TOKEN"}
-SECRET_PATTERN = re.compile(r"(_KEY|_TOKEN|_SECRET|PASSWORD|_PASSWD|CREDENTIALS?)$", re.IGNORECASE)
 WRITE_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 
 
@@ -31,17 +30,9 @@ class ToolError(Exception):
 
 
 def safe_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The inherited environment without secrets or git location overrides, plus `extra`."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in SECRET_NAMES
-        and not SECRET_PATTERN.search(key)
-        and not key.startswith("GIT_")
-        and not key.startswith("DJANGO_")
-    }
-    env.update(extra or {})
-    return env
+    """The environment for commands the agent runs: the graders' own (no secrets, no git
+    location variables, no DJANGO_*), plus `extra`."""
+    return command_environment(extra)
 
 
 def cap(text: str, limit: int = MAX_TOOL_OUTPUT) -> str:

@@ -7,37 +7,13 @@ from typing import Any
 
 import yaml
 
+# One implementation of expectation ids, shared with the graders (which must not need
+# Django): a regraded run's results then line up with imported ones.
+from grading.graders.expectations import judge_assertions
+
 from . import jsonfiles
 from .errors import ImportFailure
 from .records import EvalDefinition, SkillDefinitions
-
-
-def slugify(text: str, *, max_length: int = 80) -> str:
-    """A stable id for a free-text expectation: lowercase words joined by '-'."""
-    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return slug[:max_length].rstrip("-") or "expectation"
-
-
-def unique_slugs(texts: list[str]) -> list[str]:
-    """Slugs of the texts, suffixed -2, -3… where two texts slug the same."""
-    seen: dict[str, int] = {}
-    slugs = []
-    for text in texts:
-        slug = slugify(text)
-        seen[slug] = seen.get(slug, 0) + 1
-        slugs.append(slug if seen[slug] == 1 else f"{slug}-{seen[slug]}")
-    return slugs
-
-
-def judge_assertions(texts: list[str], *, guidance: str = "") -> list[dict[str, Any]]:
-    """SWL / skill-creator expectations as LLM-judge assertions, id = slug of the text."""
-    assertions = []
-    for slug, text in zip(unique_slugs(texts), texts, strict=True):
-        assertion = {"id": slug, "type": "llm_judge", "text": text, "rubric": text}
-        if guidance:
-            assertion["grading_guidance"] = guidance
-        assertions.append(assertion)
-    return assertions
 
 
 def detect_dialect(data: Any) -> str:

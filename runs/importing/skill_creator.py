@@ -12,10 +12,11 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from grading.graders.expectations import unique_slugs
 from runs.models import SourceKind
 
 from . import jsonfiles
-from .definitions import matches_what_ran, skill_creator_assertions, unique_slugs
+from .definitions import matches_what_ran, skill_creator_assertions
 from .errors import ImportFailure
 from .eval_magic import eval_magic_grading, parse_timestamp, reconstructed_definition
 from .records import (

@@ -58,7 +58,7 @@ class PairedDelta:
 
     @property
     def signal(self) -> str:
-        """"significant" (interval excludes 0 and permutation p < 0.05), "suggestive"
+        """ "significant" (interval excludes 0 and permutation p < 0.05), "suggestive"
         (the interval excludes 0 but, with few evals, the permutation test cannot rule out
         chance) or "noise" — the mark pages show beside a delta, agreeing with its verdict.
         """

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from runs.importing import ImportFailure, import_workspace
-from runs.importing.definitions import detect_dialect, parse_evals_json, unique_slugs
+from runs.importing.definitions import detect_dialect, parse_evals_json
 from runs.models import EvalCase, Skill
 from tests.factories import write_json
 
@@ -110,10 +110,6 @@ def test_eval_magic_assertions_are_kept_as_written() -> None:
     assert evals["a"].assertions == [assertion]
     assert evals["a"].skill_should_trigger is False
     assert detect_dialect({"skill_name": "x", "evals": []}) == "eval-magic"
-
-
-def test_repeated_expectation_texts_get_distinct_ids() -> None:
-    assert unique_slugs(["Is short", "Is short!", "Other"]) == ["is-short", "is-short-2", "other"]
 
 
 def test_an_swl_schema_violation_names_the_pointer() -> None:
