@@ -7,15 +7,19 @@ Two measurements, in one process, on a fresh SQLite database:
 1. Throughput: 40 runs of 4 API calls each (3 agent calls, 1 judge call) with the fake server
    answering every call after `--delay` seconds, at `--concurrency 8`. The ideal is
    calls × delay ÷ concurrency; the target is ≤ 1.3× the ideal.
-2. Overhead: the same runs with no delay and concurrency 1; wall time ÷ runs is what evalsite
-   itself spends per run (task folder, tools, grading, writing files; everything but waiting
-   on the API, and the import at the end). Target: under 50 ms.
+2. Overhead: the same runs with no delay and concurrency 1; per run, its wall time minus the
+   time its API calls took is what evalsite itself spends (task folder, tools, grading,
+   writing files). Target: under 50 ms.
+
+The fake API runs in a process of its own, as the real one is remote: in-process, its
+threads would compete with runevals' for the interpreter and inflate both figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import sys
 import tempfile
@@ -82,6 +86,17 @@ class Measurement:
     own_ms: float
 
 
+def serve(connection: Any, delay: float) -> None:
+    """The fake API in its own process, as the real one is: it must not share our GIL."""
+    sys.path.insert(0, str(ROOT))
+    from tests.fakeapi import FakeAnthropic
+
+    with FakeAnthropic(agent, delay=delay) as api:
+        connection.send(api.url)
+        connection.recv()  # until the bench is done
+        connection.send(len(api.message_requests))
+
+
 def measure(skill: Path, *, delay: float, concurrency: int) -> Measurement:
     """Time one runevals invocation (in process, as cron runs it) against the fake API."""
     import anthropic
@@ -89,11 +104,15 @@ def measure(skill: Path, *, delay: float, concurrency: int) -> Measurement:
 
     from runs.evaluating.plan import make_plan
     from runs.evaluating.runner import Runner, Settings
-    from tests.fakeapi import FakeAnthropic
 
-    with FakeAnthropic(agent, delay=delay) as api:
+    context = multiprocessing.get_context("spawn")
+    ours, theirs = context.Pipe()
+    server = context.Process(target=serve, args=(theirs, delay))
+    server.start()
+    try:
+        url = ours.recv()
         plan = make_plan(skill, agent_model="claude-sonnet-5-5", judge_model="claude-sonnet-5-5")
-        client = anthropic.Anthropic(api_key="bench", base_url=api.url, max_retries=2)
+        client = anthropic.Anthropic(api_key="bench", base_url=url, max_retries=2)
         runner = Runner(
             plan,
             client,
@@ -102,10 +121,14 @@ def measure(skill: Path, *, delay: float, concurrency: int) -> Measurement:
         started = time.perf_counter()
         result = runner.run()
         elapsed = time.perf_counter() - started
-        own = [o.seconds - o.api_seconds for o in result.outcomes]
-        return Measurement(
-            elapsed, len(result.outcomes), len(api.message_requests), 1000 * sum(own) / len(own)
-        )
+        ours.send("done")
+        calls = ours.recv()
+    finally:
+        server.join(timeout=10)
+        if server.is_alive():
+            server.terminate()
+    own = [o.seconds - o.api_seconds for o in result.outcomes]
+    return Measurement(elapsed, len(result.outcomes), calls, 1000 * sum(own) / len(own))
 
 
 def main() -> int:

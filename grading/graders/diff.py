@@ -11,6 +11,7 @@ committing, switching branches) does not hide a change.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping
@@ -62,7 +63,12 @@ def measure_diff(task_dir: Path, *, baseline: str | None = None) -> DiffMeasurem
         env = _git_environment(Path(scratch) / "index", task_dir=task_dir)
         git = _Git(task_dir, env)
         base = baseline or git.baseline()
-        git.run("read-tree", base)
+        own_index = task_dir / ".git" / "index"
+        if baseline and own_index.is_file() and not _agent_used_git(task_dir):
+            # The repository's index still is the baseline's: copying it spares a git process.
+            shutil.copyfile(own_index, env["GIT_INDEX_FILE"])
+        else:
+            git.run("read-tree", base)
         git.run("add", "--all", "--", ".")
         diff = ["diff", "--cached", "--no-renames", "--no-ext-diff", "--no-textconv", base]
         # Two diffs, not four: each git process costs more than the diffing itself. --raw
@@ -187,6 +193,15 @@ class _Git:
         if not roots:
             raise DiffError("the task folder has no baseline commit")
         return roots[-1]
+
+
+def _agent_used_git(task_dir: Path) -> bool:
+    """Whether anything but the baseline commit touched the repository (its reflog grew)."""
+    head_log = task_dir / ".git" / "logs" / "HEAD"
+    try:
+        return len(head_log.read_text(encoding="utf-8", errors="replace").splitlines()) != 1
+    except OSError:
+        return True
 
 
 def _git_environment(index: Path, *, task_dir: Path) -> dict[str, str]:

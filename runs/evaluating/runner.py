@@ -182,6 +182,8 @@ class Runner:
         self.skill_folder = settings.workspace / plan.skill.name
         self._done = 0
         self._lock = threading.Lock()
+        self._templates: dict[str, tuple[Path, str]] = {}
+        self._template_locks: dict[str, threading.Lock] = {}
 
     def run(self, *, resume: bool = False) -> IterationRun:
         """Run (or finish) an iteration, write benchmark.json and import it."""
@@ -255,10 +257,9 @@ class Runner:
             if target.exists():
                 shutil.rmtree(target)
             pending.append(run)
-        templates = self._templates(folder, {r.eval_id for r in pending})
         total = len(pending)
         with ThreadPoolExecutor(max_workers=max(1, self.settings.concurrency)) as pool:
-            futures = [pool.submit(self._one, folder, run, templates) for run in pending]
+            futures = [pool.submit(self._one, folder, run) for run in pending]
             for future in as_completed(futures):
                 outcome = future.result()
                 result.outcomes.append(outcome)
@@ -268,24 +269,28 @@ class Runner:
                         self.progress(outcome, self._done, total)
         shutil.rmtree(folder / ".templates", ignore_errors=True)
 
-    def _templates(self, folder: Path, eval_ids: set[str]) -> dict[str, tuple[Path, str]]:
-        templates = {}
-        for case in self.plan.evals:
-            if case.eval_id in eval_ids:
-                path = folder / ".templates" / case.eval_id
+    def _template(self, folder: Path, eval_id: str) -> tuple[Path, str]:
+        """The eval's task-folder template and its baseline commit, built by its first run.
+
+        Built inside the worker threads, so building overlaps other runs' API calls.
+        """
+        with self._lock:
+            lock = self._template_locks.setdefault(eval_id, threading.Lock())
+        with lock:
+            if eval_id not in self._templates:
+                path = folder / ".templates" / eval_id
                 if path.exists():
                     shutil.rmtree(path)
-                templates[case.eval_id] = (path, build_template(path, case.fixtures))
-        return templates
+                fixtures = self.plan.eval(eval_id).fixtures
+                self._templates[eval_id] = (path, build_template(path, fixtures))
+            return self._templates[eval_id]
 
-    def _one(
-        self, folder: Path, run: RunPlan, templates: dict[str, tuple[Path, str]]
-    ) -> RunOutcome:
+    def _one(self, folder: Path, run: RunPlan) -> RunOutcome:
         started = time.monotonic()
         client = TimedClient(self.client)
         case = self.plan.eval(run.eval_id)
         condition = self.plan.condition(run.condition)
-        template, baseline = templates[run.eval_id]
+        template, baseline = self._template(folder, run.eval_id)
         env = folder / run.env_name
         copy_template(template, env)
         skills = {condition.skill.name: condition.skill.body} if condition.skill else {}
