@@ -1,0 +1,485 @@
+"""The floor of an import: the same rows as `importworkspace`, written with the least work.
+
+Reads every file of an eval-magic workspace root, parses the JSON with orjson, computes the
+content hashes the importer stores, and inserts skills, eval cases, iterations, conditions,
+runs (JSON columns serialised with orjson), gradings and assertion results with
+`sqlite3.executemany`, all in one transaction. No validation, no ORM: what is left is the
+cost of reading, parsing, hashing and SQLite itself, which no importer can go below.
+
+The columns are those the importer fills (runs/importing/writer.py). The project's schema
+moves while this file does not, so each table's columns are read from the migrated database:
+a column the floor does not know but must fill (NOT NULL, no default) gets a neutral
+constant and is reported, and a column the floor knows but the table lost is left out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import operator
+import os
+import re
+import sqlite3
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+COLUMNS = {
+    "runs_skill": ("id", "name", "description", "notes", "created_at", "updated_at"),
+    "runs_evalcase": (
+        "id",
+        "skill_id",
+        "eval_id",
+        "fingerprint",
+        "origin",
+        "dialect",
+        "definition",
+        "name",
+        "prompt",
+        "expected_output",
+        "assertions",
+        "skill_should_trigger",
+        "tags",
+        "weight",
+        "created_at",
+    ),
+    "runs_iteration": (
+        "id",
+        "skill_id",
+        "number",
+        "label",
+        "run_label",
+        "source_key",
+        "source_kind",
+        "source_path",
+        "mode",
+        "baseline",
+        "agent_model",
+        "judge_model",
+        "harness",
+        "generated_at",
+        "validity_warnings",
+        "missing_gradings",
+        "recorded_benchmark",
+        "recorded_aggregates",
+        "provenance",
+        "skill_snapshot",
+        "notes",
+        "findings",
+        "extra",
+        "content_hash",
+        "imported_at",
+        "updated_at",
+    ),
+    "runs_condition": (
+        "id",
+        "iteration_id",
+        "name",
+        "role",
+        "position",
+        "loads_skill",
+        "skill_path",
+        "staged_skill_slug",
+    ),
+    "runs_run": (
+        "id",
+        "iteration_id",
+        "condition_id",
+        "eval_case_id",
+        "eval_id",
+        "run_index",
+        "source_relpath",
+        "status",
+        "stop_reason",
+        "prompt",
+        "final_message",
+        "conversation",
+        "conversation_events",
+        "tool_invocations",
+        "artifacts",
+        "total_tokens",
+        "duration_ms",
+        "timing_source",
+        "skill_called",
+        "content_hash",
+    ),
+    "grading_grading": (
+        "id",
+        "run_id",
+        "format",
+        "passed",
+        "failed",
+        "total",
+        "pass_rate",
+        "summary_computed",
+        "meta_passed",
+        "meta_failed",
+        "meta_total",
+        "skill_invoked",
+        "has_meta_summary",
+        "extra",
+    ),
+    "grading_assertionresult": (
+        "id",
+        "grading_id",
+        "assertion_id",
+        "is_meta",
+        "position",
+        "passed",
+        "evidence",
+        "confidence",
+        "grader",
+        "text",
+    ),
+}
+ROLES = {
+    "with_skill": "treatment",
+    "new_skill": "treatment",
+    "without_skill": "control",
+    "old_skill": "control",
+}
+
+
+class Table:
+    """An INSERT for the floor's columns of one table, adapted to the table as migrated."""
+
+    def __init__(self, conn: sqlite3.Connection, name: str):
+        self.conn = conn
+        ddl = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+        ).fetchone()[0]
+        # PRAGMA table_info rows: (cid, name, type, notnull, dflt_value, pk)
+        info = conn.execute(f"PRAGMA table_info({name})").fetchall()
+        present = {row[1] for row in info}
+        known = COLUMNS[name]
+        keep = [i for i, column in enumerate(known) if column in present]
+        self.dropped = [column for column in known if column not in present]
+        filled = [row for row in info if row[1] not in known and row[3] and row[4] is None]
+        self.filled = [row[1] for row in filled]
+        columns = [known[i] for i in keep] + self.filled
+        values = ["?"] * len(keep) + [_neutral(row, ddl) for row in filled]
+        self.sql = f"INSERT INTO {name} ({', '.join(columns)}) VALUES ({', '.join(values)})"
+        self.project: Callable[[Any], Any] | None = None
+        if len(keep) != len(known):
+            getter = operator.itemgetter(*keep)
+            self.project = getter if len(keep) > 1 else lambda row: (getter(row),)
+
+    def insert(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        if self.project is not None:
+            rows = map(self.project, rows)
+        self.conn.executemany(self.sql, rows)
+
+
+def _neutral(row: tuple[Any, ...], ddl: str) -> str:
+    """A SQL literal that satisfies a NOT NULL column's type and JSON check."""
+    column, kind = row[1], (row[2] or "").lower()
+    if f'JSON_VALID("{column}")' in ddl:
+        return "'{}'"
+    if any(word in kind for word in ("int", "bool", "real", "decimal", "numeric")):
+        return "0"
+    if "datetime" in kind or kind == "date":
+        return "'1970-01-01 00:00:00'"
+    return "''"
+
+
+def _now() -> str:
+    return datetime.now(UTC).replace(tzinfo=None).isoformat(sep=" ")
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _db_datetime(value: str | None) -> str | None:
+    """An ISO timestamp as Django stores an aware datetime in SQLite (naive UTC)."""
+    if not value:
+        return None
+    parsed = datetime.fromisoformat(value)
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+    return parsed.isoformat(sep=" ")
+
+
+def read_files(folder: Path) -> dict[str, bytes]:
+    """Every file under an iteration folder, by POSIX relative path (env-* folders skipped)."""
+    files: dict[str, bytes] = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = [d for d in dirnames if not d.startswith("env-")]
+        prefix = os.path.relpath(dirpath, folder).replace(os.sep, "/")
+        prefix = "" if prefix == "." else prefix + "/"
+        for name in filenames:
+            with open(os.path.join(dirpath, name), "rb") as handle:
+                files[prefix + name] = handle.read()
+    return files
+
+
+def digests(files: dict[str, bytes]) -> tuple[str, dict[str, str]]:
+    """The iteration's content hash and each run folder's, as the importer computes them."""
+    whole = hashlib.sha256()
+    runs: dict[str, Any] = defaultdict(hashlib.sha256)
+    for relpath in sorted(files):
+        entry = relpath.encode() + b"\0" + hashlib.sha256(files[relpath]).digest()
+        whole.update(entry)
+        parts = relpath.split("/")
+        if len(parts) == 4 and parts[0].startswith("eval-"):
+            runs["/".join(parts[:3])].update(entry)
+    return whole.hexdigest(), {prefix: h.hexdigest() for prefix, h in runs.items()}
+
+
+def skill_called(events: list[dict[str, Any]], skill: str) -> bool:
+    return any(
+        e.get("type") == "tool_invocation"
+        and e.get("name") == "Skill"
+        and isinstance(e.get("args"), dict)
+        and e["args"].get("skill") == skill
+        for e in events
+    )
+
+
+class Floor:
+    """Writes a workspace root's rows into a migrated SQLite database, in one transaction."""
+
+    def __init__(self, db: Path):
+        self.conn = sqlite3.connect(db, isolation_level=None)
+        # evalsite's own pragmas (settings.py), so both databases do the same I/O.
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.tables = {name: Table(self.conn, name) for name in COLUMNS}
+        self.ids: dict[str, int] = defaultdict(int)
+        self.skills: dict[str, int] = {}
+        self.eval_cases: dict[tuple[int, str, str], int] = {}
+        self.now = _now()
+
+    def schema_notes(self) -> list[str]:
+        """Columns the floor filled with constants or left out: the schema moved on."""
+        notes = []
+        for name, table in self.tables.items():
+            notes += [f"{name}.{c}: unknown to the floor, set to a constant" for c in table.filled]
+            notes += [f"{name}.{c}: no longer in the schema, left out" for c in table.dropped]
+        return notes
+
+    def next_id(self, table: str) -> int:
+        self.ids[table] += 1
+        return self.ids[table]
+
+    def run(self, workspace: Path) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+        for skill_dir in sorted(p for p in workspace.iterdir() if p.is_dir()):
+            iterations = sorted(
+                (p for p in skill_dir.iterdir() if (p / "conditions.json").is_file()),
+                key=lambda p: int(re.sub(r"\D", "", p.name) or 0),
+            )
+            for number, folder in enumerate(iterations, start=1):
+                self.iteration(skill_dir.name, folder, number)
+        self.conn.execute("COMMIT")
+        self.conn.close()
+
+    def skill(self, name: str) -> int:
+        if name not in self.skills:
+            self.skills[name] = self.next_id("skill")
+            self.tables["runs_skill"].insert(
+                [(self.skills[name], name, "", "", self.now, self.now)]
+            )
+        return self.skills[name]
+
+    def iteration(self, skill_name: str, folder: Path, number: int) -> None:
+        skill_id = self.skill(skill_name)
+        files = read_files(folder)
+        content_hash, run_hashes = digests(files)
+        conditions = orjson.loads(files["conditions.json"])
+        benchmark = orjson.loads(files["benchmark.json"]) if "benchmark.json" in files else None
+        iteration_id = self.next_id("iteration")
+        label = folder.name
+        self.tables["runs_iteration"].insert(
+            [
+                (
+                    iteration_id,
+                    skill_id,
+                    number,
+                    label,
+                    conditions.get("label") or "",
+                    f"{label}@{conditions.get('timestamp') or ''}",
+                    "eval-magic",
+                    str(folder),
+                    conditions["mode"],
+                    conditions.get("baseline") or "",
+                    conditions.get("agent_model") or "",
+                    conditions.get("judge_model") or "",
+                    conditions.get("harness") or "",
+                    _db_datetime(conditions.get("timestamp")),
+                    _json((benchmark or {}).get("validity_warnings") or []),
+                    0,
+                    _json(benchmark) if benchmark is not None else None,
+                    None,
+                    _json({"conditions.json": conditions}),
+                    files.get("skill-snapshot.md", b"").decode("utf-8-sig"),
+                    "",
+                    "{}",
+                    "{}",
+                    content_hash,
+                    self.now,
+                    self.now,
+                )
+            ]
+        )
+        condition_ids = self.conditions(iteration_id, conditions, benchmark)
+
+        run_rows: list[list[Any]] = []
+        grading_rows: list[tuple[Any, ...]] = []
+        result_rows: list[tuple[Any, ...]] = []
+        prompts: dict[str, str] = {}
+        assertion_ids: dict[str, set[str]] = defaultdict(set)
+        for prefix in sorted(run_hashes):
+            eval_dir, condition, run_dir = prefix.split("/")
+            eval_id = eval_dir[len("eval-") :]
+            record = orjson.loads(files[prefix + "/run.json"])
+            conversation = orjson.loads(files[prefix + "/conversation.json"])
+            timing = orjson.loads(files[prefix + "/timing.json"])
+            grading = orjson.loads(files[prefix + "/grading.json"])
+            prompts.setdefault(eval_id, record["prompt"])
+            events = conversation["events"]
+            meta = {k: v for k, v in conversation.items() if k not in {"status", "events"}}
+            run_id = self.next_id("run")
+            run_rows.append(
+                [
+                    run_id,
+                    iteration_id,
+                    condition_ids[condition],
+                    eval_id,  # the eval case's id, once the iteration's definitions are known
+                    eval_id,
+                    int(run_dir[len("run-") :]),
+                    prefix,
+                    conversation["status"],
+                    conversation.get("stop_reason", ""),
+                    record["prompt"],
+                    record["final_message"],
+                    _json(events),
+                    len(events),
+                    _json(record["tool_invocations"]),
+                    _json({"conversation_meta": meta} if meta else {}),
+                    timing.get("total_tokens"),
+                    timing.get("duration_ms"),
+                    timing.get("source", ""),
+                    skill_called(events, skill_name),
+                    run_hashes[prefix],
+                ]
+            )
+            summary = grading["summary"]
+            meta_summary = grading.get("meta_summary") or {}
+            has_meta = "meta_summary" in grading
+            grading_id = self.next_id("grading")
+            grading_rows.append(
+                (
+                    grading_id,
+                    run_id,
+                    "eval-magic",
+                    summary["passed"],
+                    summary["failed"],
+                    summary["total"],
+                    summary["pass_rate"],
+                    False,
+                    meta_summary.get("passed"),
+                    meta_summary.get("failed"),
+                    meta_summary.get("total"),
+                    meta_summary.get("skill_invoked"),
+                    has_meta,
+                    "{}",
+                )
+            )
+            results = [(False, r) for r in grading["assertion_results"]]
+            results += [(True, r) for r in grading.get("meta_results") or []]
+            for position, (is_meta, r) in enumerate(results):
+                if not is_meta:
+                    assertion_ids[eval_id].add(r["id"])
+                result_rows.append(
+                    (
+                        self.next_id("result"),
+                        grading_id,
+                        r["id"],
+                        is_meta,
+                        position,
+                        r["passed"],
+                        r.get("evidence") or "",
+                        r.get("confidence"),
+                        r.get("grader") or "",
+                        "",
+                    )
+                )
+        case_ids = {
+            eval_id: self.eval_case(skill_id, eval_id, prompt, assertion_ids[eval_id])
+            for eval_id, prompt in prompts.items()
+        }
+        for row in run_rows:
+            row[3] = case_ids[row[3]]
+        self.tables["runs_run"].insert(map(tuple, run_rows))
+        self.tables["grading_grading"].insert(grading_rows)
+        self.tables["grading_assertionresult"].insert(result_rows)
+
+    def conditions(
+        self, iteration_id: int, conditions: dict[str, Any], benchmark: dict[str, Any] | None
+    ) -> dict[str, int]:
+        declared = {c["name"]: c for c in conditions["conditions"]}
+        order = (benchmark or {}).get("conditions_compared") or []
+        names = [n for n in order if n in declared] + [n for n in declared if n not in order]
+        ids = {}
+        rows = []
+        for position, name in enumerate(names):
+            ids[name] = self.next_id("condition")
+            entry = declared[name]
+            rows.append(
+                (
+                    ids[name],
+                    iteration_id,
+                    name,
+                    ROLES.get(name, "other"),
+                    position,
+                    entry.get("skill_path") is not None,
+                    entry.get("skill_path") or "",
+                    entry.get("staged_skill_slug") or "",
+                )
+            )
+        self.tables["runs_condition"].insert(rows)
+        return ids
+
+    def eval_case(self, skill_id: int, eval_id: str, prompt: str, assertion_ids: set[str]) -> int:
+        """The importer's definition rebuilt from results (no evals.json in the workspace)."""
+        assertions = [{"id": a} for a in sorted(assertion_ids)]
+        definition = {"id": eval_id, "prompt": prompt, "assertions": assertions}
+        fingerprint = hashlib.sha256(
+            orjson.dumps(definition, option=orjson.OPT_SORT_KEYS)
+        ).hexdigest()
+        key = (skill_id, eval_id, fingerprint)
+        if key not in self.eval_cases:
+            self.eval_cases[key] = self.next_id("evalcase")
+            self.tables["runs_evalcase"].insert(
+                [
+                    (
+                        self.eval_cases[key],
+                        skill_id,
+                        eval_id,
+                        fingerprint,
+                        "results",
+                        "",
+                        _json(definition),
+                        "",
+                        prompt,
+                        "",
+                        _json(assertions),
+                        True,
+                        "[]",
+                        1.0,
+                        self.now,
+                    )
+                ]
+            )
+        return self.eval_cases[key]
+
+
+def floor_import(workspace: Path, db: Path) -> list[str]:
+    """Write the workspace's rows into `db` (already migrated); notes on schema drift."""
+    floor = Floor(db)
+    floor.run(workspace)
+    return floor.schema_notes()
