@@ -12,6 +12,7 @@ from django.urls import reverse
 from . import charts
 from .analysis import IterationSummary, summarise_iterations
 from .models import Iteration, Skill
+from .sparklines import sparkline_svg
 
 #: How many recent iterations the overview's sparkline shows.
 SPARKLINE_ITERATIONS = 10
@@ -66,7 +67,7 @@ def skill_rows(*, query: str = "") -> list[SkillRow]:
                 iterations=counts[skill.pk],
                 latest=iterations[0] if iterations else None,
                 summary=summaries[iterations[0].pk] if iterations else None,
-                sparkline=charts.sparkline_svg(deltas, domain=(-1, 1)),
+                sparkline=sparkline_svg(deltas, domain=(-1, 1)),
             )
         )
     return rows

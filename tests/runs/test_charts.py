@@ -22,8 +22,8 @@ from runs.charts import (
     figure_json,
     invocation_trend_figure,
     score_trend_figure,
-    sparkline_svg,
 )
+from runs.sparklines import sparkline_svg
 from runs.stats.intervals import Interval
 from runs.stats.scores import ConditionScore, PairedDelta, Proportion
 

@@ -13,7 +13,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from grading.models import Grading
-from runs.evaluating.runner import SkillLock
+from runs.evaluating.folders import SkillLock
 from runs.models import Iteration, Run
 from tests.factories import write_json
 from tests.fakeapi import (

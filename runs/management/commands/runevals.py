@@ -16,9 +16,10 @@ import anthropic
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from runs.evaluating.folders import LockHeld
 from runs.evaluating.plan import PlanError, make_plan
 from runs.evaluating.report import iteration_report
-from runs.evaluating.runner import LockHeld, Runner, RunOutcome, Settings
+from runs.evaluating.runner import Runner, RunOutcome, Settings
 from runs.importing import ImportFailure
 
 COULD_NOT_RUN = 2
