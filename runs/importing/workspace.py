@@ -15,7 +15,7 @@ from runs.models import EvalCase
 
 from . import baseline, eval_magic, skill_creator
 from .archives import archive_kind, extract_archive
-from .definitions import read_skill_definitions
+from .definitions import parse_evals_json, read_skill_definitions
 from .detect import Source, detect
 from .errors import ImportFailure
 from .records import EvalDefinition, SkillDefinitions
@@ -114,39 +114,24 @@ def _skill_definitions(folder: Path, *, display: str) -> SkillDefinitions:
 def _known_definitions(
     source: Source, skills: dict[str, SkillDefinitions]
 ) -> dict[str, EvalDefinition]:
-    """The evals.json definitions an iteration is checked against, nearest first."""
+    """The evals.json definitions an iteration is checked against, nearest first.
+
+    A copy inside the iteration (runevals writes one) is exactly what ran; then a skill
+    folder in the same import; then an evals.json beside the iteration; then the newest
+    definitions imported earlier for the skill.
+    """
+    own = source.path / "evals.json"
+    if own.is_file():
+        return parse_evals_json(own.read_bytes(), display=str(own))[1]
     if source.skill_name in skills:
         return skills[source.skill_name].evals
-    candidates = [source.path / "evals.json"]
-    if source.kind == "baseline":
-        candidates.append(source.path.parent / "evals.json")
-    else:
-        candidates += [
-            source.path.parent / "evals.json",
-            source.path.parent / "evals" / "evals.json",
-        ]
-    for candidate in candidates:
+    neighbours = [source.path.parent / "evals.json"]
+    if source.kind != "baseline":
+        neighbours.append(source.path.parent / "evals" / "evals.json")
+    for candidate in neighbours:
         if candidate.is_file():
-            folder = candidate.parent.parent if candidate.parent.name == "evals" else None
-            definitions = (
-                read_skill_definitions(
-                    skill_md=None,
-                    evals_json=candidate.read_bytes(),
-                    folder_name=source.skill_name,
-                    display=str(folder or candidate.parent),
-                )
-                if folder
-                else _loose_evals(candidate)
-            )
-            return definitions.evals
+            return parse_evals_json(candidate.read_bytes(), display=str(candidate))[1]
     return _stored_definitions(source.skill_name)
-
-
-def _loose_evals(path: Path) -> SkillDefinitions:
-    from .definitions import parse_evals_json
-
-    name, evals = parse_evals_json(path.read_bytes(), display=str(path))
-    return SkillDefinitions(skill_name=name or "", evals=evals, source=str(path))
 
 
 def _stored_definitions(skill_name: str) -> dict[str, EvalDefinition]:
