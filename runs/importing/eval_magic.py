@@ -212,8 +212,8 @@ def _read_run(
             patch, display=tree.shown(prefix + "diff.patch")
         )
     for folder, kind in (("command-checks", "command-check"), ("judge-responses", None)):
-        for relpath in sorted(tree.files):
-            if relpath.startswith(f"{prefix}{folder}/") and relpath.endswith(".json"):
+        for relpath in tree.under(f"{prefix}{folder}/"):
+            if relpath.endswith(".json") and relpath in tree.files:
                 key = relpath[len(prefix) + len(folder) + 1 : -len(".json")]
                 run.artifacts.setdefault(folder.replace("-", "_"), {})[key] = jsonfiles.load(
                     tree.files[relpath], kind, display=tree.shown(relpath)

@@ -185,17 +185,16 @@ def _read_run(
             jsonfiles.validate(data, "skill-creator-grading", display=display)
             run.grading = skill_creator_grading(data)
     outputs = []
-    for relpath in sorted(tree.sizes):
-        if relpath.startswith(prefix + "outputs/"):
-            entry: dict[str, Any] = {
-                "path": relpath[len(prefix) + len("outputs/") :],
-                "size": tree.sizes[relpath],
-            }
-            raw = tree.files.get(relpath)
-            if raw is not None and len(raw) <= OUTPUT_PREVIEW_BYTES:
-                with contextlib.suppress(UnicodeDecodeError):
-                    entry["text"] = raw.decode("utf-8")
-            outputs.append(entry)
+    for relpath in tree.under(prefix + "outputs/"):
+        entry: dict[str, Any] = {
+            "path": relpath[len(prefix) + len("outputs/") :],
+            "size": tree.sizes[relpath],
+        }
+        raw = tree.files.get(relpath)
+        if raw is not None and len(raw) <= OUTPUT_PREVIEW_BYTES:
+            with contextlib.suppress(UnicodeDecodeError):
+                entry["text"] = raw.decode("utf-8")
+        outputs.append(entry)
     if outputs:
         run.artifacts["outputs"] = outputs
     return run

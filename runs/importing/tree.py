@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import itertools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,9 +31,25 @@ class FileTree:
     display: str
     files: dict[str, bytes] = field(default_factory=dict)
     sizes: dict[str, int] = field(default_factory=dict)
+    # Computed once: an iteration has hundreds of runs, each asking about its own files.
+    _sorted: list[str] | None = field(default=None, repr=False)
+    _hashes: dict[str, bytes] = field(default_factory=dict, repr=False)
+    _digests: dict[str, str] = field(default_factory=dict, repr=False)
 
     def get(self, relpath: str) -> bytes | None:
         return self.files.get(relpath)
+
+    def under(self, prefix: str) -> list[str]:
+        """The paths below `prefix` ("" = all), sorted; found by bisection, not a scan."""
+        if self._sorted is None:
+            self._sorted = sorted(self.sizes)
+        start = bisect.bisect_left(self._sorted, prefix)
+        found = []
+        for relpath in itertools.islice(self._sorted, start, None):
+            if not relpath.startswith(prefix):
+                break
+            found.append(relpath)
+        return found
 
     def shown(self, relpath: str) -> str:
         """How a file is named in messages: the user's path to the folder, then the file."""
@@ -39,18 +57,24 @@ class FileTree:
 
     def digest(self, prefix: str = "") -> str:
         """sha256 over the names and bytes of the files under `prefix` ("" = all)."""
+        if prefix in self._digests:
+            return self._digests[prefix]
         h = hashlib.sha256()
-        for relpath in sorted(self.sizes):
-            if prefix and not relpath.startswith(prefix):
-                continue
+        for relpath in self.under(prefix):
             h.update(relpath.encode())
             h.update(b"\0")
+            h.update(self._file_hash(relpath))
+        self._digests[prefix] = digest = h.hexdigest()
+        return digest
+
+    def _file_hash(self, relpath: str) -> bytes:
+        cached = self._hashes.get(relpath)
+        if cached is None:
             data = self.files.get(relpath)
             if data is None:
-                h.update(f"<{self.sizes[relpath]} bytes, not read>".encode())
-            else:
-                h.update(hashlib.sha256(data).digest())
-        return h.hexdigest()
+                data = f"<{self.sizes[relpath]} bytes, not read>".encode()
+            cached = self._hashes[relpath] = hashlib.sha256(data).digest()
+        return cached
 
 
 def read_tree(root: Path, *, display: str) -> FileTree:

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from anthropic.types import Message
 
-from grading.graders import JudgeUnavailable, grade_run
+from grading.graders.grade import grade_run
+from grading.graders.judge import JudgeUnavailable
 
 from .conftest import conversation_run, make_task_dir, say, tool, user, validate, write
 

@@ -86,6 +86,11 @@ def test_non_utf8_bytes_are_reported_with_their_offset(tmp_path: Path, existing:
             'at /status: expected one of "completed", "stopped", "timed_out", got "finished"',
         ),
         (
+            "eval-alpha/with_skill/conversation.json",
+            lambda d: d["events"][1].pop("round"),
+            "conversation.json at /events/1",
+        ),
+        (
             "eval-alpha/with_skill/timing.json",
             lambda d: d.update(total_tokens="many"),
             'at /total_tokens: expected integer or null, got "many"',
