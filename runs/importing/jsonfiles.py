@@ -125,6 +125,7 @@ def validate(data: Any, kind: str, *, display: str) -> None:
     error = jsonschema.exceptions.best_match(_full_validator(kind).iter_errors(data))
     if error is None:
         return
+    error = _branch_error(error)
     parts = list(error.absolute_path)
     if error.validator == "required" and isinstance(error.instance, dict):
         # Point at the missing key itself: "at /summary: missing required key".
@@ -140,6 +141,25 @@ def validate(data: Any, kind: str, *, display: str) -> None:
         path=display,
         pointer=json_pointer(parts),
     )
+
+
+def _branch_error(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
+    """For a oneOf whose branches are told apart by a `type` constant (conversation events),
+    the error of the branch the object's own type names: "missing round", not "not valid
+    under any of the given schemas"."""
+    if error.validator != "oneOf" or not error.context:
+        return error
+    branches: dict[Any, list[jsonschema.ValidationError]] = {}
+    for sub in error.context:
+        branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+    named = [
+        errors
+        for errors in branches.values()
+        if not any(e.validator == "const" and list(e.relative_path) == ["type"] for e in errors)
+    ]
+    if len(named) != 1:
+        return error
+    return jsonschema.exceptions.best_match(named[0]) or error
 
 
 def _describe(error: jsonschema.ValidationError) -> str:

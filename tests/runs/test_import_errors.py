@@ -88,7 +88,7 @@ def test_non_utf8_bytes_are_reported_with_their_offset(tmp_path: Path, existing:
         (
             "eval-alpha/with_skill/conversation.json",
             lambda d: d["events"][1].pop("round"),
-            "conversation.json at /events/1",
+            "conversation.json at /events/1/round: missing required key 'round'",
         ),
         (
             "eval-alpha/with_skill/timing.json",
