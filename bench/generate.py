@@ -10,7 +10,7 @@ Sizes are those of real runs: conversations of ~40 events and 20–40 KB, eviden
 runs with the same arguments write byte-identical trees.
 
 Speed matters more than prose quality: texts are slices of line pools built once per seed,
-so a full-scale tree (18,000 runs, ~600 MB) is written in well under a minute.
+so a full-scale tree (18,000 runs, ~1.1 GB) is written in ~35 s on two CPUs.
 """
 
 from __future__ import annotations
