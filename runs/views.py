@@ -8,6 +8,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
+from grading.models import Review
+
 from . import charts
 from .analysis import eval_magic_benchmark
 from .models import Condition, Iteration, Run, Skill
@@ -133,9 +135,7 @@ def iteration_page(request: HttpRequest, skill: str, number: int) -> HttpRespons
     )
 
 
-def _reviews(iteration: Iteration) -> list:
-    from grading.models import Review
-
+def _reviews(iteration: Iteration) -> list[Review]:
     return list(
         Review.objects.filter(run__iteration=iteration)
         .select_related("run__condition", "author")
