@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from django.core.cache import cache
 from django.db.models import F
 
 from grading.models import AssertionResult
 
 from . import stats
 from .importing.eval_magic import DEFAULT_ORDER
-from .models import Condition, Iteration, Role, Run
+from .models import CELL_FIELDS, Condition, EvalCase, Iteration, Role, Run
 
 
 @dataclass(frozen=True)
@@ -82,38 +83,80 @@ def _pick(conditions: list[ConditionSummary], role: str) -> ConditionSummary | N
     return next((c for c in conditions if c.role == role), None)
 
 
+#: Summaries are a pure function of an iteration's imported data, which changes only when it
+#: is saved again (re-import or update): its content hash and updated_at key the cache.
+SUMMARY_CACHE_SECONDS = 24 * 3600
+
+
+def _cache_key(iteration: Iteration) -> str:
+    stamp = iteration.updated_at.timestamp() if iteration.updated_at else 0
+    return f"evalsite:summary:v1:{iteration.pk}:{iteration.content_hash}:{stamp}"
+
+
 def summarise_iterations(iterations: Sequence[Iteration]) -> dict[int, IterationSummary]:
-    """iteration id → summary, for any number of iterations in one aggregate query."""
+    """iteration id → summary: from the cache, else computed for all missing ones at once."""
     if not iterations:
         return {}
+    keys = {it.pk: _cache_key(it) for it in iterations}
+    cached = cache.get_many(list(keys.values()))
+    found = {
+        it.pk: replace(cached[keys[it.pk]], iteration=it)
+        for it in iterations
+        if keys[it.pk] in cached
+    }
+    missing = [it for it in iterations if it.pk not in found]
+    if missing:
+        computed = _compute_summaries(missing)
+        cache.set_many(
+            {keys[pk]: summary for pk, summary in computed.items()}, SUMMARY_CACHE_SECONDS
+        )
+        found.update(computed)
+    return found
+
+
+def _compute_summaries(iterations: Sequence[Iteration]) -> dict[int, IterationSummary]:
+    """iteration id → summary, for any number of iterations in three queries.
+
+    One GROUP BY gives the cells; the conditions' and evals' own attributes (name, role,
+    position; trigger expectation, weight) come once each rather than in every cell row.
+    """
     by_id = {it.pk: it for it in iterations}
     cells: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for row in Run.objects.filter(iteration_id__in=by_id).cell_aggregates():
+    case_ids = set()
+    for values in Run.objects.filter(iteration_id__in=by_id).cell_aggregates():
+        row = dict(zip(CELL_FIELDS, values, strict=True))
         cells[row["iteration_id"]].append(row)
-    positions = _condition_positions(by_id)
-    return {pk: _summary(by_id[pk], cells.get(pk, []), positions.get(pk, {})) for pk in by_id}
+        case_ids.add(row["eval_case_id"])
+    conditions = {
+        pk: (iteration_id, name, role, loads, position)
+        for pk, iteration_id, name, role, loads, position in Condition.objects.filter(
+            iteration_id__in=by_id
+        ).values_list("pk", "iteration_id", "name", "role", "loads_skill", "position")
+    }
+    cases = {
+        pk: (bool(trigger), float(weight))
+        for pk, trigger, weight in EvalCase.objects.filter(pk__in=case_ids).values_list(
+            "pk", "skill_should_trigger", "weight"
+        )
+    }
+    for rows in cells.values():
+        for row in rows:
+            _, row["condition"], row["role"], row["loads_skill"], row["position"] = conditions[
+                row["condition_id"]
+            ]
+            row["should_trigger"], row["weight"] = cases[row["eval_case_id"]]
+    return {pk: _summary(by_id[pk], cells.get(pk, [])) for pk in by_id}
 
 
-def _condition_positions(by_id: dict[int, Iteration]) -> dict[int, dict[str, int]]:
-    positions: dict[int, dict[str, int]] = defaultdict(dict)
-    for iteration_id, name, position in Condition.objects.filter(
-        iteration_id__in=by_id
-    ).values_list("iteration_id", "name", "position"):
-        positions[iteration_id][name] = position
-    return positions
-
-
-def _summary(
-    iteration: Iteration, rows: list[dict[str, Any]], positions: dict[str, int]
-) -> IterationSummary:
+def _summary(iteration: Iteration, rows: list[dict[str, Any]]) -> IterationSummary:
     by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
-        by_condition[row["condition__name"]].append(row)
-    weights = {r["eval_id"]: r["eval_case__weight"] for r in rows}
+        by_condition[row["condition"]].append(row)
+    weights = {r["eval_id"]: r["weight"] for r in rows}
     conditions = [
         _condition(name, cond_rows, weights)
         for name, cond_rows in sorted(
-            by_condition.items(), key=lambda item: (positions.get(item[0], 99), item[0])
+            by_condition.items(), key=lambda item: (item[1][0]["position"], item[0])
         )
     ]
     treatment, control = _pick(conditions, Role.TREATMENT), _pick(conditions, Role.CONTROL)
@@ -150,11 +193,11 @@ def _condition(
     first = rows[0]
     per_eval = {r["eval_id"]: r["pass_sum"] / r["graded"] for r in rows if r["graded"]}
     graded = sum(r["graded"] for r in rows)
-    loads = first["condition__loads_skill"]
+    loads = first["loads_skill"]
     invocation = false_trigger = None
     if loads:
-        positive = [r for r in rows if r["eval_case__skill_should_trigger"]]
-        negative = [r for r in rows if not r["eval_case__skill_should_trigger"]]
+        positive = [r for r in rows if r["should_trigger"]]
+        negative = [r for r in rows if not r["should_trigger"]]
         # The meta check is the grader's verdict; without one, the transcript tells.
         invoked = sum(r["invoked"] if r["invocation_n"] else r["called"] for r in positive)
         checked = sum(r["invocation_n"] or r["called_n"] for r in positive)
@@ -167,7 +210,7 @@ def _condition(
     duration_n = sum(r["duration_n"] for r in rows)
     return ConditionSummary(
         name=name,
-        role=first["condition__role"],
+        role=first["role"],
         loads_skill=loads,
         score=stats.score_from_eval_scores(name, per_eval, n_runs=graded, weights=weights),
         runs=sum(r["runs"] for r in rows),
@@ -175,8 +218,9 @@ def _condition(
         errored=sum(r["errored"] for r in rows),
         invocation=invocation,
         false_trigger=false_trigger,
-        mean_tokens=_mean(sum(r["tokens_sum"] or 0 for r in rows), tokens_n),
-        mean_duration_ms=_mean(sum(r["duration_sum"] or 0 for r in rows), duration_n),
+        # PostgreSQL sums bigints as Decimal.
+        mean_tokens=_mean(float(sum(r["tokens_sum"] or 0 for r in rows)), tokens_n),
+        mean_duration_ms=_mean(float(sum(r["duration_sum"] or 0 for r in rows)), duration_n),
     )
 
 

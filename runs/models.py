@@ -203,25 +203,41 @@ class TimingSource(models.TextChoices):
     NONE = "", "not recorded"
 
 
+#: The columns of `RunQuerySet.cell_aggregates()`, in order.
+CELL_FIELDS = (
+    "iteration_id",
+    "condition_id",
+    "eval_id",
+    "eval_case_id",
+    "runs",
+    "graded",
+    "pass_sum",
+    "errored",
+    "zero_assertions",
+    "invoked",
+    "invocation_n",
+    "called",
+    "called_n",
+    "tokens_sum",
+    "tokens_n",
+    "duration_sum",
+    "duration_n",
+)
+
+
 class RunQuerySet(models.QuerySet):
     def cell_aggregates(self) -> models.QuerySet:
         """Per (iteration, condition, eval): run and grading counts, pass-rate, cost sums.
 
-        One GROUP BY over runs joined to their gradings; errored runs count as runs but never
-        in pass rates. This is what trend and overview statistics are computed from.
+        One GROUP BY over runs joined to their gradings, as tuples in the order of
+        CELL_FIELDS; errored runs count as runs but never in pass rates. The condition's and
+        eval's own attributes are not grouped on: the caller fetches them once each. A
+        covering index on runs (Meta.indexes) keeps this off the transcripts' pages.
         """
         counted = ~models.Q(status=RunStatus.ERRORED) & models.Q(grading__isnull=False)
         return (
             self.order_by()
-            .values(
-                "iteration_id",
-                "eval_id",
-                "condition__name",
-                "condition__role",
-                "condition__loads_skill",
-                "eval_case__skill_should_trigger",
-                "eval_case__weight",
-            )
+            .values("iteration_id", "condition_id", "eval_id", "eval_case_id")
             .annotate(
                 runs=models.Count("id"),
                 graded=models.Count("id", filter=counted),
@@ -239,6 +255,7 @@ class RunQuerySet(models.QuerySet):
                 duration_sum=models.Sum("duration_ms"),
                 duration_n=models.Count("duration_ms"),
             )
+            .values_list(*CELL_FIELDS)
         )
 
     def samples(self) -> models.QuerySet:
@@ -300,6 +317,21 @@ class Run(models.Model):
         indexes = [
             models.Index(fields=["iteration", "condition", "eval_id"]),
             models.Index(fields=["eval_case"]),
+            # Covers cell_aggregates: SQLite keeps the transcripts inline in each run's row,
+            # and reading them to reach the timing columns made a skill's trend 10x slower.
+            models.Index(
+                fields=[
+                    "iteration",
+                    "condition",
+                    "eval_id",
+                    "eval_case",
+                    "status",
+                    "total_tokens",
+                    "duration_ms",
+                    "skill_called",
+                ],
+                name="run_cells_covering",
+            ),
         ]
 
     def __str__(self) -> str:

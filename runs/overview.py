@@ -96,9 +96,7 @@ def sort_rows(rows: list[SkillRow], sort: str) -> list[SkillRow]:
 
 def trend_points(skill: Skill) -> tuple[list[charts.TrendPoint], list[IterationSummary]]:
     """A point per iteration of the skill (oldest first) and the summaries behind them."""
-    iterations = list(
-        Iteration.objects.filter(skill=skill).select_related("skill").order_by("number")
-    )
+    iterations = list(Iteration.objects.filter(skill=skill).light().order_by("number"))
     summaries = summarise_iterations(iterations)
     ordered = [summaries[it.pk] for it in iterations]
     return [_point(s) for s in ordered], ordered

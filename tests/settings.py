@@ -17,3 +17,6 @@ STORAGES = {
 # Serve static files from the finders, as in development: there is no collectstatic output.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
+
+# Tests measure the uncached path (query budgets, fresh figures); one test turns it on.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}

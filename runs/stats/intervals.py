@@ -7,6 +7,7 @@ a t interval of 3 evals can otherwise reach past 1, which no pass rate can.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import random
@@ -219,14 +220,23 @@ def sign_flip_p_value(
     return (1 + hits) / (1 + draws)
 
 
+@functools.lru_cache(maxsize=4096)
+def _denominator(value: float) -> int | None:
+    """The denominator of the simple fraction `value` is (within 1e-9), None if none is."""
+    fraction = Fraction(value).limit_denominator(MAX_SIGN_FLIP_DENOMINATOR)
+    return fraction.denominator if abs(float(fraction) - value) <= 1e-9 else None
+
+
 def _common_scale(values: Sequence[float]) -> int | None:
     """The smallest integer L making every value × L whole (within 1e-9), None past 10^6."""
     scale = 1
     for value in values:
-        fraction = Fraction(value).limit_denominator(MAX_SIGN_FLIP_DENOMINATOR)
-        if abs(float(fraction) - value) > 1e-9:
+        if abs(value * scale - round(value * scale)) <= 1e-9:
+            continue  # already whole at this scale: no fraction needed
+        denominator = _denominator(value)
+        if denominator is None:
             return None
-        scale = math.lcm(scale, fraction.denominator)
+        scale = math.lcm(scale, denominator)
         if scale > MAX_SIGN_FLIP_SCALE:
             return None
     return scale
