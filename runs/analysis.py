@@ -20,7 +20,7 @@ from grading.models import AssertionResult
 
 from . import stats
 from .importing.eval_magic import DEFAULT_ORDER
-from .models import CELL_FIELDS, Condition, EvalCase, Iteration, Role, Run
+from .models import Condition, EvalCase, Iteration, Role, Run
 
 
 @dataclass(frozen=True)
@@ -115,15 +115,39 @@ def summarise_iterations(iterations: Sequence[Iteration]) -> dict[int, Iteration
     return found
 
 
+@dataclass
+class _Cell:
+    """Running totals of one condition of one iteration, over its evals' aggregate rows."""
+
+    name: str
+    role: str
+    loads_skill: bool
+    position: int
+    per_eval: dict[str, float] = field(default_factory=dict)
+    runs: int = 0
+    graded: int = 0
+    errored: int = 0
+    invoked: int = 0  # evals that should trigger: meta verdict, else transcript
+    checked: int = 0
+    positive_evals: int = 0
+    false_triggers: int = 0  # negative evals: Skill calls in the transcript
+    negative_checked: int = 0
+    negative_evals: int = 0
+    tokens: float = 0.0
+    tokens_n: int = 0
+    duration: float = 0.0
+    duration_n: int = 0
+
+
 def _compute_summaries(iterations: Sequence[Iteration]) -> dict[int, IterationSummary]:
     """iteration id → summary, for any number of iterations in three queries.
 
     One GROUP BY gives the cells; the conditions' and evals' own attributes (name, role,
     position; trigger expectation, weight) come once each rather than in every cell row.
+    The rows are folded into per-condition totals in one pass: at a skill's 20 iterations ×
+    30 evals, per-row dictionaries cost as much as the query.
     """
     by_id = {it.pk: it for it in iterations}
-    cells: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    case_ids = set()
     # Django writes the SQL; the rows are fetched raw: per-value converters cost more than
     # the query itself on 1,000+ rows, and these are plain counts and sums.
     sql, params = (
@@ -132,42 +156,65 @@ def _compute_summaries(iterations: Sequence[Iteration]) -> dict[int, IterationSu
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         fetched = cursor.fetchall()
-    for values in fetched:
-        row = dict(zip(CELL_FIELDS, values, strict=True))
-        cells[row["iteration_id"]].append(row)
-        case_ids.add(row["eval_case_id"])
     conditions = {
-        pk: (iteration_id, name, role, loads, position)
-        for pk, iteration_id, name, role, loads, position in Condition.objects.filter(
+        pk: (name, role, loads, position)
+        for pk, name, role, loads, position in Condition.objects.filter(
             iteration_id__in=by_id
-        ).values_list("pk", "iteration_id", "name", "role", "loads_skill", "position")
+        ).values_list("pk", "name", "role", "loads_skill", "position")
     }
     cases = {
         pk: (bool(trigger), float(weight))
-        for pk, trigger, weight in EvalCase.objects.filter(pk__in=case_ids).values_list(
-            "pk", "skill_should_trigger", "weight"
-        )
+        for pk, trigger, weight in EvalCase.objects.filter(
+            pk__in={row[3] for row in fetched}
+        ).values_list("pk", "skill_should_trigger", "weight")
     }
-    for rows in cells.values():
-        for row in rows:
-            _, row["condition"], row["role"], row["loads_skill"], row["position"] = conditions[
-                row["condition_id"]
-            ]
-            row["should_trigger"], row["weight"] = cases[row["eval_case_id"]]
-    return {pk: _summary(by_id[pk], cells.get(pk, [])) for pk in by_id}
-
-
-def _summary(iteration: Iteration, rows: list[dict[str, Any]]) -> IterationSummary:
-    by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
-        by_condition[row["condition"]].append(row)
-    weights = {r["eval_id"]: r["weight"] for r in rows}
-    conditions = [
-        _condition(name, cond_rows, weights)
-        for name, cond_rows in sorted(
-            by_condition.items(), key=lambda item: (item[1][0]["position"], item[0])
+    cells: dict[int, dict[int, _Cell]] = defaultdict(dict)
+    weights: dict[int, dict[str, float]] = defaultdict(dict)
+    zero: dict[int, set[str]] = defaultdict(set)
+    for (
+        iteration_id, condition_id, eval_id, case_id, runs, graded, pass_sum, errored,
+        zero_assertions, invoked, invocation_n, called, called_n, tokens, tokens_n,
+        duration, duration_n,
+    ) in fetched:  # fmt: skip
+        cell = cells[iteration_id].get(condition_id)
+        if cell is None:
+            cell = cells[iteration_id][condition_id] = _Cell(*conditions[condition_id])
+        should_trigger, weights[iteration_id][eval_id] = cases[case_id]
+        if graded:
+            cell.per_eval[eval_id] = float(pass_sum) / graded
+        if zero_assertions:
+            zero[iteration_id].add(eval_id)
+        cell.runs += runs
+        cell.graded += graded
+        cell.errored += errored
+        if should_trigger:
+            cell.positive_evals += 1
+            cell.invoked += invoked if invocation_n else called
+            cell.checked += invocation_n or called_n
+        else:
+            cell.negative_evals += 1
+            cell.false_triggers += called
+            cell.negative_checked += called_n
+        # PostgreSQL sums bigints as Decimal.
+        cell.tokens += float(tokens or 0)
+        cell.tokens_n += tokens_n
+        cell.duration += float(duration or 0)
+        cell.duration_n += duration_n
+    return {
+        pk: _summary(
+            iteration,
+            sorted(cells[pk].values(), key=lambda c: (c.position, c.name)),
+            weights[pk],
+            zero[pk],
         )
-    ]
+        for pk, iteration in by_id.items()
+    }
+
+
+def _summary(
+    iteration: Iteration, cells: list[_Cell], weights: dict[str, float], zero: set[str]
+) -> IterationSummary:
+    conditions = [_condition(cell, weights) for cell in cells]
     treatment, control = _pick(conditions, Role.TREATMENT), _pick(conditions, Role.CONTROL)
     delta = None
     if treatment and control and treatment.score and control.score:
@@ -191,45 +238,32 @@ def _summary(iteration: Iteration, rows: list[dict[str, Any]]) -> IterationSumma
         control=control,
         delta=delta,
         verdict=verdict,
-        evals=sorted({r["eval_id"] for r in rows}),
-        zero_assertion_evals=sorted({r["eval_id"] for r in rows if r["zero_assertions"]}),
+        evals=sorted(weights),
+        zero_assertion_evals=sorted(zero),
     )
 
 
-def _condition(
-    name: str, rows: list[dict[str, Any]], weights: dict[str, float]
-) -> ConditionSummary:
-    first = rows[0]
-    per_eval = {r["eval_id"]: float(r["pass_sum"]) / r["graded"] for r in rows if r["graded"]}
-    graded = sum(r["graded"] for r in rows)
-    loads = first["loads_skill"]
+def _condition(cell: _Cell, weights: dict[str, float]) -> ConditionSummary:
     invocation = false_trigger = None
-    if loads:
-        positive = [r for r in rows if r["should_trigger"]]
-        negative = [r for r in rows if not r["should_trigger"]]
-        # The meta check is the grader's verdict; without one, the transcript tells.
-        invoked = sum(r["invoked"] if r["invocation_n"] else r["called"] for r in positive)
-        checked = sum(r["invocation_n"] or r["called_n"] for r in positive)
-        invocation = _proportion(invoked, checked) if checked else None
-        if negative:
-            false_trigger = _proportion(
-                sum(r["called"] for r in negative), sum(r["called_n"] for r in negative)
-            )
-    tokens_n = sum(r["tokens_n"] for r in rows)
-    duration_n = sum(r["duration_n"] for r in rows)
+    if cell.loads_skill:
+        if cell.positive_evals and cell.checked:
+            invocation = _proportion(cell.invoked, cell.checked)
+        if cell.negative_evals:
+            false_trigger = _proportion(cell.false_triggers, cell.negative_checked)
     return ConditionSummary(
-        name=name,
-        role=first["role"],
-        loads_skill=loads,
-        score=stats.score_from_eval_scores(name, per_eval, n_runs=graded, weights=weights),
-        runs=sum(r["runs"] for r in rows),
-        graded=graded,
-        errored=sum(r["errored"] for r in rows),
+        name=cell.name,
+        role=cell.role,
+        loads_skill=cell.loads_skill,
+        score=stats.score_from_eval_scores(
+            cell.name, cell.per_eval, n_runs=cell.graded, weights=weights
+        ),
+        runs=cell.runs,
+        graded=cell.graded,
+        errored=cell.errored,
         invocation=invocation,
         false_trigger=false_trigger,
-        # PostgreSQL sums bigints as Decimal.
-        mean_tokens=_mean(float(sum(r["tokens_sum"] or 0 for r in rows)), tokens_n),
-        mean_duration_ms=_mean(float(sum(r["duration_sum"] or 0 for r in rows)), duration_n),
+        mean_tokens=_mean(cell.tokens, cell.tokens_n),
+        mean_duration_ms=_mean(cell.duration, cell.duration_n),
     )
 
 
