@@ -268,7 +268,12 @@ def _exact_sign_flip_p_value(terms: Sequence[float], observed: float) -> float |
     if sys.byteorder != "little":
         counts.byteswap()
     threshold = observed * scale
-    hits = sum(count for k, count in enumerate(counts) if count and abs(k - span) >= threshold)
+    if threshold <= 0:
+        return 1.0
+    # Flips at least as extreme lie in both tails: k ≤ span − threshold or k ≥ span + t.
+    low = math.floor(span - threshold)
+    high = math.ceil(span + threshold)
+    hits = sum(counts[high:]) + (sum(counts[: low + 1]) if low >= 0 else 0)
     return hits / 2**n
 
 
