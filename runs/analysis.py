@@ -50,7 +50,7 @@ class ConditionSummary:
 class IterationSummary:
     """An iteration's headline: conditions, treatment − control delta and its verdict."""
 
-    iteration: Iteration
+    iteration: Iteration | None  # None only inside the cache
     conditions: list[ConditionSummary]
     treatment: ConditionSummary | None
     control: ConditionSummary | None
@@ -108,8 +108,11 @@ def summarise_iterations(iterations: Sequence[Iteration]) -> dict[int, Iteration
     missing = [it for it in iterations if it.pk not in found]
     if missing:
         computed = _compute_summaries(missing)
+        # Cached without the iteration itself: callers hold it already, and unpickling a
+        # model instance per summary cost more than the summary.
         cache.set_many(
-            {keys[pk]: summary for pk, summary in computed.items()}, SUMMARY_CACHE_SECONDS
+            {keys[pk]: replace(summary, iteration=None) for pk, summary in computed.items()},
+            SUMMARY_CACHE_SECONDS,
         )
         found.update(computed)
     return found
