@@ -1,0 +1,452 @@
+"""Page benchmark: the dashboard served by gunicorn, against a static file as the floor.
+
+    python bench/pages_bench.py [--database sqlite|postgres|both] [--quick]
+                                [--skills 5 --iterations 20 --evals 30 --runs 3 --assertions 6]
+                                [--clients 8] [--requests 50] [--solo 20] [--keep DIR]
+                                [--conn-max-age S] [--check]
+
+Loads the import benchmark's workspace (bench/generate.py, the same scale and seed) and one
+more skill, `long-conversations`, whose single eval has 10 runs (5 per condition) of
+200-event conversations, into a fresh database (untimed). Then serves the site the way
+production does: `collectstatic`, and `gunicorn evalsite.wsgi -w 2 --threads 4` on
+127.0.0.1 with DEBUG off. Each page type is requested by CLIENTS concurrent keep-alive
+clients, REQUESTS times each, after an untimed warm-up:
+
+    static file (the floor)  /static/css/evalsite.css
+    overview                 /
+    skill                    /skills/<s>/
+    iteration                /skills/<s>/iterations/<n>/            (n: the latest)
+    compare                  /skills/<s>/compare/?a=<n-1>&b=<n>
+    eval                     /skills/<s>/iterations/<n>/evals/<id>/
+    run                      /skills/<s>/iterations/<n>/evals/<id>/<condition>/<k>/
+    long eval                the eval page of `long-conversations` (first view)
+    conversation fragment    one of its 200-event conversations, loaded on demand
+
+After each concurrent round, one client alone requests the page SOLO times: its p50 is the
+page's own cost, without queueing behind the other clients.
+
+Targets: overview, skill and iteration p95 <= 250 ms and <= 15 x the static floor's p95;
+the long eval's first view p95 <= 250 ms, under the concurrent clients and for one client
+alone (the issue's case: one person opening the page). The server is stopped at the end,
+even on error. The exit status is 0 (this is a report) unless --check is given and a
+target is missed.
+
+STATIC_ROOT is fixed by evalsite/settings.py (<project>/staticfiles, git-ignored), so
+`collectstatic` writes there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+if str(PROJECT) not in sys.path:
+    sys.path.insert(0, str(PROJECT))  # run as a script: make `bench` importable
+
+from bench.generate import generate_workspace  # noqa: E402
+from bench.import_bench import (  # noqa: E402
+    FULL,
+    QUICK,
+    git_head,
+    load_note,
+    machine,
+    prepare_workspace,
+)
+from bench.stats_bench import (  # noqa: E402
+    DATABASES,
+    bench_database,
+    django_env,
+    load_workspaces,
+    manage,
+    percentile,
+    verdict,
+)
+
+STATIC_PATH = "/static/css/evalsite.css"
+LONG_SKILL = "long-conversations"
+LONG_SCALE = {"skills": 1, "iterations": 1, "evals": 1, "runs": 5, "assertions": 6}
+LONG_EVENTS = 200
+TARGET_P95_MS = 250.0
+TARGET_OVER_FLOOR = 15.0
+#: Page types in the order they are measured: key, label, targets (p95 ms, x floor p95).
+PAGES: tuple[tuple[str, str, tuple[float | None, float | None]], ...] = (
+    ("static", "static file (floor)", (None, None)),
+    ("overview", "overview", (TARGET_P95_MS, TARGET_OVER_FLOOR)),
+    ("skill", "skill", (TARGET_P95_MS, TARGET_OVER_FLOOR)),
+    ("iteration", "iteration", (TARGET_P95_MS, TARGET_OVER_FLOOR)),
+    ("compare", "compare", (None, None)),
+    ("eval", "eval", (None, None)),
+    ("run", "run", (None, None)),
+    ("long_eval", "eval, 10 runs x 200 events", (TARGET_P95_MS, None)),
+    ("conversation", "  its conversation (htmx)", (None, None)),
+)
+#: How long gunicorn may take to answer its first request, and any one request.
+START_TIMEOUT = 60.0
+REQUEST_TIMEOUT = 60.0
+
+
+# --- the data ------------------------------------------------------------------------------
+
+
+def prepare_long_skill(base: Path, seed: int) -> Path:
+    """Write the `long-conversations` skill under `base` (small: written afresh each time)."""
+    root = base / "long"
+    shutil.rmtree(root, ignore_errors=True)
+    generate_workspace(root / "tmp", **LONG_SCALE, events=LONG_EVENTS, seed=seed, workers=1)
+    # The generator names skills from a fixed list, and the first is also the main
+    # workspace's first skill: renamed, it is a skill of its own rather than an iteration of
+    # that one. (Its Skill calls still name the old skill; the page does not care.)
+    (generated,) = (root / "tmp").iterdir()
+    generated.rename(root / LONG_SKILL)
+    (root / "tmp").rmdir()
+    return root / LONG_SKILL
+
+
+def page_paths() -> dict[str, str]:
+    """The path of every page type, looked up in the database (in a Django subprocess)."""
+    import django
+
+    django.setup()
+    from django.urls import reverse
+
+    from runs.models import Iteration, Run, Skill
+
+    skill = Skill.objects.exclude(name=LONG_SKILL).order_by("name").first()
+    latest = Iteration.objects.filter(skill=skill).order_by("-number").first()
+    if skill is None or latest is None or latest.number < 2:
+        raise SystemExit("the database needs a skill with two iterations: did the import fail?")
+    s, n = skill.name, latest.number
+    order = ("eval_id", "condition__position", "run_index")
+    run = Run.objects.filter(iteration=latest).select_related("condition").order_by(*order)[0]
+    long = (
+        Run.objects.filter(iteration__skill__name=LONG_SKILL)
+        .select_related("iteration", "condition")
+        .order_by("iteration__number", *order)[0]
+    )
+    run_args = [s, n, run.eval_id, run.condition.name, run.run_index]
+    long_args = [LONG_SKILL, long.iteration.number, long.eval_id]
+    return {
+        "static": STATIC_PATH,
+        "overview": reverse("runs:overview"),
+        "skill": reverse("runs:skill", args=[s]),
+        "iteration": reverse("runs:iteration", args=[s, n]),
+        "compare": reverse("runs:compare", args=[s]) + f"?a={n - 1}&b={n}",
+        "eval": reverse("runs:eval", args=[s, n, run.eval_id]),
+        "run": reverse("runs:run", args=run_args),
+        "long_eval": reverse("runs:eval", args=long_args),
+        "conversation": reverse(
+            "runs:conversation", args=[*long_args, long.condition.name, long.run_index]
+        ),
+    }
+
+
+# --- the server ----------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def gunicorn(env: dict[str, str], log: Path) -> Iterator[int]:
+    """gunicorn serving evalsite on 127.0.0.1 until the block ends; yields its port."""
+    port = free_port()
+    command = [sys.executable, "-m", "gunicorn", "evalsite.wsgi"]
+    command += ["-w", "2", "--threads", "4", "-b", f"127.0.0.1:{port}"]
+    with log.open("wb") as out:
+        # A session of its own, so the workers can be stopped with the master by its id.
+        proc = subprocess.Popen(
+            command, cwd=PROJECT, env=env, stdout=out, stderr=out, start_new_session=True
+        )
+    try:
+        wait_until_serving(proc, port, log)
+        yield port
+    finally:
+        stop(proc)
+
+
+def wait_until_serving(proc: subprocess.Popen, port: int, log: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"gunicorn exited ({proc.returncode}):\n{tail(log)}")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", STATIC_PATH)
+            if conn.getresponse().status == 200:
+                conn.close()
+                return
+            conn.close()
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit(f"gunicorn did not serve {STATIC_PATH} in {START_TIMEOUT:g} s:\n{tail(log)}")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """SIGTERM the master (it stops its workers), then SIGKILL its process group if need be."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)  # any worker the master left behind
+
+
+def tail(path: Path, lines: int = 30) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+# --- the clients ---------------------------------------------------------------------------
+
+
+@dataclass
+class Round:
+    latencies_ms: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    size: int = 0
+    seconds: float = 0.0
+
+
+def hammer(port: int, path: str, *, clients: int, requests: int) -> Round:
+    """`clients` threads, each with one keep-alive connection, GET `path` `requests` times."""
+    result = Round()
+    lock = threading.Lock()
+    barrier = threading.Barrier(clients + 1)
+
+    def client() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT)
+        mine: list[float] = []
+        try:
+            barrier.wait(timeout=REQUEST_TIMEOUT)
+            for _ in range(requests):
+                start = time.perf_counter()
+                try:
+                    conn.request("GET", path)
+                    response = conn.getresponse()
+                    body = response.read()
+                except (OSError, http.client.HTTPException) as exc:
+                    conn.close()  # http.client reconnects on the next request
+                    with lock:
+                        result.errors.append(f"{type(exc).__name__}: {exc}")
+                    continue
+                elapsed = (time.perf_counter() - start) * 1000
+                if response.status != 200:
+                    with lock:
+                        result.errors.append(f"HTTP {response.status}")
+                    continue
+                mine.append(elapsed)
+                result.size = len(body)
+                if response.will_close:
+                    conn.close()
+        finally:
+            conn.close()
+            with lock:
+                result.latencies_ms.extend(mine)
+
+    threads = [threading.Thread(target=client, daemon=True) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    barrier.wait(timeout=REQUEST_TIMEOUT)
+    start = time.perf_counter()
+    deadline = time.monotonic() + REQUEST_TIMEOUT * requests
+    for thread in threads:
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
+    result.seconds = time.perf_counter() - start
+    if any(thread.is_alive() for thread in threads):
+        result.errors.append("clients still waiting at the deadline")
+    return result
+
+
+def measure_pages(
+    port: int, paths: dict[str, str], *, clients: int, requests: int, solo: int
+) -> tuple[dict[str, Round], dict[str, Round]]:
+    """Per page type: a round of `clients` concurrent clients, then one of a lone client.
+
+    The lone client's times are the page's own cost, without waiting behind other requests.
+    """
+    rounds, alone = {}, {}
+    for key, label, _ in PAGES:
+        hammer(port, paths[key], clients=clients, requests=2)  # warm both workers
+        rounds[key] = r = hammer(port, paths[key], clients=clients, requests=requests)
+        alone[key] = hammer(port, paths[key], clients=1, requests=solo)
+        print(
+            f"  {label:<28} {len(r.latencies_ms):>4} requests in {r.seconds:5.1f} s"
+            + (f", {len(r.errors)} errors (first: {r.errors[0]})" if r.errors else "")
+        )
+    return rounds, alone
+
+
+# --- the report ----------------------------------------------------------------------------
+
+
+def report(
+    server: str, rounds: dict[str, Round], alone: dict[str, Round], paths: dict[str, str]
+) -> list[bool]:
+    """Print one database's table; the verdicts of its targets."""
+    floor = rounds["static"].latencies_ms
+    floor95 = percentile(floor, 0.95) if floor else float("nan")
+    print(f"\n{server}")
+    print(
+        f"  {'page':<28}{'alone':>7}{'p50 ms':>8}{'p95 ms':>9}{'p95/floor':>11}{'req/s':>7}"
+        f"{'KB':>7}  {'target':<22}verdict"
+    )
+    oks = []
+
+    def row(
+        label: str,
+        r: Round,
+        solo: Round,
+        targets: tuple[float | None, float | None],
+        *,
+        concurrent: bool = True,
+    ) -> None:
+        if not r.latencies_ms:
+            print(f"  {label:<28}  no successful request ({'; '.join(r.errors[:3])})")
+            oks.append(False)
+            return
+        p50, p95 = statistics.median(r.latencies_ms), percentile(r.latencies_ms, 0.95)
+        solo50 = statistics.median(solo.latencies_ms) if solo.latencies_ms else float("nan")
+        ratio = p95 / floor95
+        max_p95, max_ratio = targets
+        shown, ok = [], not r.errors
+        if max_p95 is not None:
+            shown.append(f"p95 <= {max_p95:g} ms")
+            ok = ok and p95 <= max_p95
+        if max_ratio is not None:
+            shown.append(f"<= {max_ratio:g}x")
+            ok = ok and ratio <= max_ratio
+        times = "floor" if r is rounds["static"] else f"{ratio:.1f}x" if concurrent else "-"
+        rate = len(r.latencies_ms) / r.seconds if r.seconds else 0
+        line = (
+            f"  {label:<28}{solo50:>7.1f}{p50:>8.1f}{p95:>9.1f}{times:>11}{rate:>7.0f}"
+            f"{r.size / 1024:>7.1f}"
+        )
+        if shown:
+            oks.append(ok)
+            line += f"  {', '.join(shown):<22}{verdict(ok)}"
+        print(line + (f"  ({len(r.errors)} errors)" if r.errors else ""))
+
+    for key, label, targets in PAGES:
+        row(label, rounds[key], alone[key], targets)
+        if key == "long_eval":
+            # The issue's case is one person opening the page: judge the lone client too.
+            targets = (TARGET_P95_MS, None)
+            row("  the same, one client alone", alone[key], alone[key], targets, concurrent=False)
+    print(
+        "  alone: p50 ms of one client by itself; p50, p95, req/s: under the concurrent "
+        "clients; KB: the response body"
+    )
+    print("  pages: " + ", ".join(f"{k} {paths[k]}" for k in ("skill", "compare", "run")))
+    return oks
+
+
+def run_database(kind: str, workspaces: list[Path], base: Path, args: argparse.Namespace) -> list:
+    print(f"\n[{kind}]")
+    with bench_database(kind, base, "pages") as url:
+        extra = {"ALLOWED_HOSTS": "127.0.0.1"}
+        if args.conn_max_age is not None:
+            extra["DATABASE_CONN_MAX_AGE"] = str(args.conn_max_age)
+        env = django_env(url, **extra)
+        load_workspaces(workspaces, env)
+        out = base / f"paths-{kind}.json"
+        subprocess.run(
+            [sys.executable, __file__, "--paths", str(out)], cwd=PROJECT, env=env, check=True
+        )
+        paths = json.loads(out.read_text())
+        server = "SQLite" if kind == "sqlite" else "PostgreSQL"
+        print(f"  serving with gunicorn -w 2 --threads 4; {load_note()}")
+        with gunicorn(env, base / f"gunicorn-{kind}.log") as port:
+            rounds, alone = measure_pages(
+                port, paths, clients=args.clients, requests=args.requests, solo=args.solo
+            )
+        title = f"{server}: {args.clients} clients x {args.requests} requests per page"
+        return report(title + f", then 1 client x {args.solo}", rounds, alone, paths)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--database", choices=(*DATABASES, "both"), default="both")
+    parser.add_argument("--quick", action="store_true", help="1 skill x 3 iterations")
+    for name in FULL:
+        parser.add_argument(f"--{name}", type=int, default=None, help=f"default {FULL[name]}")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--clients", type=int, default=8, help="concurrent clients")
+    parser.add_argument("--requests", type=int, default=50, help="requests per client and page")
+    parser.add_argument(
+        "--solo", type=int, default=20, help="requests per page from one client alone"
+    )
+    parser.add_argument(
+        "--conn-max-age",
+        type=int,
+        default=None,
+        metavar="S",
+        help="DATABASE_CONN_MAX_AGE for the server (default: the settings' default, 0)",
+    )
+    parser.add_argument("--keep", type=Path, metavar="DIR", help="work in DIR and keep it")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--paths", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.paths:
+        args.paths.write_text(json.dumps(page_paths()))
+        return 0
+    if min(args.clients, args.requests, args.solo) < 1:
+        parser.error("--clients, --requests and --solo must be at least 1")
+    # Unwind like Ctrl-C on SIGTERM, so the `finally` blocks stop gunicorn and drop the database.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+    scale = {k: getattr(args, k) or (QUICK if args.quick else FULL)[k] for k in FULL}
+    base = (args.keep or Path(tempfile.mkdtemp(prefix="evalsite-pages-bench-"))).resolve()
+    base.mkdir(parents=True, exist_ok=True)
+    try:
+        print(f"evalsite page benchmark, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
+        print(f"git HEAD: {git_head()}")
+        print(f"machine: {machine()}")
+        workspace = prepare_workspace(base, scale, args.seed)
+        long = prepare_long_skill(base, args.seed)
+        print(f"  + {LONG_SKILL}: 1 eval, 2 conditions x 5 runs of {LONG_EVENTS} events")
+        # STATIC_ROOT is not read from the environment: collectstatic writes where the
+        # settings say, <project>/staticfiles (git-ignored), as a deployment would.
+        manage(["collectstatic", "--noinput", "--verbosity", "0"], django_env("sqlite://:memory:"))
+        kinds = DATABASES if args.database == "both" else (args.database,)
+        oks = []
+        for kind in kinds:
+            try:
+                oks += run_database(kind, [workspace, long], base, args)
+            except (SystemExit, subprocess.CalledProcessError) as exc:
+                # Report it and go on with the other database rather than lose its figures.
+                print(f"  {kind}: no figures, {verdict(False)}: {exc}")
+                oks.append(False)
+        print(f"\nafter measuring: {load_note()}")
+        if scale != FULL:
+            print("(the targets are set for the full scale)")
+        return 1 if args.check and not all(oks) else 0
+    finally:
+        if args.keep is None:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
