@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.db import models
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 
 
 class Mode(models.TextChoices):
@@ -162,10 +162,7 @@ class Iteration(models.Model):
         return f"{self.skill.name} #{self.number} ({self.label})"
 
     def get_absolute_url(self) -> str:
-        try:
-            return reverse("runs:iteration", args=[self.skill.name, self.number])
-        except NoReverseMatch:
-            return reverse("admin:runs_iteration_change", args=[self.pk])
+        return reverse("runs:iteration", args=[self.skill.name, self.number])
 
 
 class Condition(models.Model):

@@ -95,6 +95,14 @@ class Plan:
         return next(c for c in self.conditions if c.name == name)
 
 
+FRONT_MATTER = re.compile(r"\A---\s*\n.*?\n---\s*\n?", re.DOTALL)
+
+
+def _body(text: str) -> str:
+    """SKILL.md without its front matter: what the Skill tool returns."""
+    return FRONT_MATTER.sub("", text, count=1)
+
+
 def read_skill(skill_md: Path, *, display: str | None = None) -> SkillVersion:
     """A SKILL.md's name, description and body (the text after its front matter)."""
     shown = display or str(skill_md)
@@ -105,9 +113,8 @@ def read_skill(skill_md: Path, *, display: str | None = None) -> SkillVersion:
         raise PlanError(f"{shown}: cannot read ({exc.strerror})") from None
     except ImportFailure as exc:
         raise PlanError(exc.message) from None
-    body = re.sub(r"\A---\s*\n.*?\n---\s*\n?", "", text, count=1, flags=re.DOTALL)
     return SkillVersion(
-        name=name or skill_md.parent.name, description=description, body=body, path=shown
+        name=name or skill_md.parent.name, description=description, body=_body(text), path=shown
     )
 
 
@@ -139,8 +146,7 @@ def baseline_skill(skill_dir: Path, baseline: str) -> tuple[SkillVersion, str]:
             f"({detail[0] if detail else 'git failed'})"
         ) from None
     name, description = parse_skill_md(text, display=f"{baseline}:SKILL.md")
-    body = re.sub(r"\A---\s*\n.*?\n---\s*\n?", "", text, count=1, flags=re.DOTALL)
-    version = SkillVersion(name or skill_dir.name, description, body, f"{baseline}:SKILL.md")
+    version = SkillVersion(name or skill_dir.name, description, _body(text), f"{baseline}:SKILL.md")
     return version, baseline
 
 

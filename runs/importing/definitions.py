@@ -7,9 +7,9 @@ from typing import Any
 
 import yaml
 
-# One implementation of expectation ids, shared with the graders (which must not need
-# Django): a regraded run's results then line up with imported ones.
-from grading.graders.expectations import judge_assertions
+# One normalisation of assertions and expectation ids, shared with the graders (which must
+# not need Django): a regraded run's results then line up with imported ones.
+from grading.graders.expectations import case_assertions
 
 from . import jsonfiles
 from .errors import ImportFailure
@@ -62,14 +62,8 @@ def parse_evals_json(raw: bytes, *, display: str) -> tuple[str | None, dict[str,
 
 def _definition(case: dict[str, Any], dialect: str) -> EvalDefinition:
     eval_id = str(case["id"])
-    if dialect == "eval-magic":
-        assertions = [dict(a) for a in case.get("assertions") or []]
-    elif dialect == "swl":
-        assertions = judge_assertions(
-            case.get("expectations") or [], guidance=case.get("grading_guidance") or ""
-        )
-    else:
-        assertions = skill_creator_assertions(case)
+    # The graders normalise assertions the same way, so regraded results line up.
+    assertions = case_assertions(case)
     return EvalDefinition(
         eval_id=eval_id,
         definition=case,
@@ -83,22 +77,6 @@ def _definition(case: dict[str, Any], dialect: str) -> EvalDefinition:
         tags=[str(t) for t in case.get("tags") or []],
         weight=float(case.get("weight", 1.0)),
     )
-
-
-def skill_creator_assertions(case: dict[str, Any]) -> list[dict[str, Any]]:
-    """skill-creator `expectations` / `assertions` (strings or objects) as judge assertions."""
-    items = case.get("expectations") or case.get("assertions") or []
-    texts = []
-    for item in items:
-        if isinstance(item, str):
-            texts.append(item)
-        else:
-            texts.append(str(item.get("text") or item.get("description") or item.get("id") or ""))
-    assertions = judge_assertions(texts)
-    for assertion, item in zip(assertions, items, strict=True):
-        if isinstance(item, dict) and item.get("id"):
-            assertion["id"] = str(item["id"])
-    return assertions
 
 
 def parse_skill_md(text: str, *, display: str) -> tuple[str | None, str]:

@@ -12,11 +12,11 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from grading.graders.expectations import unique_slugs
+from grading.graders.expectations import case_assertions, unique_slugs
 from runs.models import SourceKind
 
 from . import jsonfiles
-from .definitions import matches_what_ran, skill_creator_assertions
+from .definitions import matches_what_ran
 from .errors import ImportFailure
 from .eval_magic import eval_magic_grading, parse_timestamp, reconstructed_definition
 from .records import (
@@ -313,7 +313,7 @@ def _definitions(
         graded = graded_by_eval[run.eval_id]
         if run.eval_id in by_id:
             eval_dir, metadata = by_id[run.eval_id]
-            assertions = skill_creator_assertions(metadata)
+            assertions = case_assertions(metadata)
             resolved[run.eval_id] = EvalDefinition(
                 eval_id=run.eval_id,
                 definition=metadata,

@@ -48,10 +48,27 @@ def test_swl_and_skill_creator_cases_give_the_importers_assertions() -> None:
     }
     raw = json.dumps({"skill_name": "s", "evals": [creator]}).encode()
     _, parsed = definitions.parse_evals_json(raw, display="evals.json")
-    assert case_assertions(creator) == parsed["2"].assertions
-    assert case_assertions(swl) == definitions.judge_assertions(
-        swl["expectations"], guidance="Quote the message."
-    )
+    assert parsed["2"].assertions == [
+        {
+            "id": "output-is-a-csv",
+            "type": "llm_judge",
+            "text": "Output is a CSV",
+            "rubric": "Output is a CSV",
+        },
+        {
+            "id": "own-id",
+            "type": "llm_judge",
+            "text": "Has a header row",
+            "rubric": "Has a header row",
+        },
+    ]
+    assert case_assertions(swl)[0] == {
+        "id": "names-the-file",
+        "type": "llm_judge",
+        "text": "Names the file",
+        "rubric": "Names the file",
+        "grading_guidance": "Quote the message.",
+    }
     assert [a["id"] for a in case_assertions(swl)] == [
         "names-the-file",
         "names-the-file-2",
