@@ -76,9 +76,11 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django_htmx",
+    "ninja",  # serves the API docs' Swagger UI from static files, not a CDN
     "template_partials",
     "runs",
     "grading",
+    "accounts",
 ]
 
 MIDDLEWARE = [
@@ -88,6 +90,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Login required for every page, except what a share link or EVALSITE_PUBLIC_READ opens.
+    "accounts.middleware.AccessMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -107,6 +111,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "accounts.context_processors.access",
             ],
         },
     },
@@ -169,7 +174,13 @@ STATICFILES_FINDERS = [
     "evalsite.staticfinders.PlotlyJsFinder",
 ]
 
-LOGIN_URL = "admin:login"
+LOGIN_URL = "accounts:login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "accounts:login"
+
+# Anyone who can reach the site may read the dashboard (for a private network); writing still
+# needs an account, and the API still needs a token or a session for writes.
+EVALSITE_PUBLIC_READ = env_bool("EVALSITE_PUBLIC_READ", False)
 
 # Where runevals writes iteration folders (and where the sample lives once copied).
 EVALSITE_WORKSPACE_DIR = Path(
@@ -185,6 +196,8 @@ EVALSITE_API_TIMEOUT = env_float("EVALSITE_API_TIMEOUT", 300.0)
 # Limits on uploaded or imported archives (.zip / .tar.gz); exceeding one rejects the import.
 EVALSITE_ARCHIVE_MAX_BYTES = env_int("EVALSITE_ARCHIVE_MAX_BYTES", 1024 * 1024 * 1024)
 EVALSITE_ARCHIVE_MAX_FILES = env_int("EVALSITE_ARCHIVE_MAX_FILES", 200_000)
+# Largest archive POST /api/imports accepts, before it is even opened.
+EVALSITE_UPLOAD_MAX_BYTES = env_int("EVALSITE_UPLOAD_MAX_BYTES", 512 * 1024 * 1024)
 
 LOGGING = {
     "version": 1,

@@ -35,6 +35,9 @@ class Grading(models.Model):
     has_meta_summary = models.BooleanField(default=False)
     #: skill-creator extras kept verbatim: execution_metrics, timing, claims, user notes, …
     extra = models.JSONField(default=dict)
+    #: The summary as graded, kept when a reviewer's override first changes the figures above
+    #: (which the statistics read): {passed, failed, total, pass_rate}. None when never changed.
+    original_summary = models.JSONField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["skill_invoked"])]
@@ -55,6 +58,9 @@ class AssertionResult(models.Model):
     grader = models.CharField(max_length=32, blank=True)
     #: The expectation's text, for skill-creator results whose id is a slug of it.
     text = models.TextField(blank=True)
+    #: A reviewer's verdict replacing `passed` in every statistic (the latest override review);
+    #: None when not overridden. `passed` always keeps what the grader said.
+    override_passed = models.BooleanField(null=True, blank=True)
 
     class Meta:
         ordering = ["grading_id", "is_meta", "position"]
@@ -71,6 +77,15 @@ class AssertionResult(models.Model):
     @property
     def needs_review(self) -> bool:
         return self.confidence is not None and self.confidence < LOW_CONFIDENCE
+
+    @property
+    def effective_passed(self) -> bool:
+        """The verdict the statistics use: the reviewer's override, else the grader's."""
+        return self.passed if self.override_passed is None else self.override_passed
+
+    @property
+    def is_overridden(self) -> bool:
+        return self.override_passed is not None and self.override_passed != self.passed
 
 
 class Review(models.Model):
@@ -90,10 +105,15 @@ class Review(models.Model):
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
-    #: The override's target; the original result row is never changed.
+    #: The override's target; the original result row is never changed. A re-import that
+    #: re-grades the run replaces its results: the review stays, as a record, with its
+    #: `assertion_id`, and no longer counts.
     assertion_result = models.ForeignKey(
-        AssertionResult, null=True, blank=True, on_delete=models.CASCADE, related_name="overrides"
+        AssertionResult, null=True, blank=True, on_delete=models.SET_NULL, related_name="overrides"
     )
+    assertion_id = models.CharField(max_length=300, blank=True)
+    #: What the result was before this override, and what the reviewer made it.
+    original_passed = models.BooleanField(null=True, blank=True)
     overridden_passed = models.BooleanField(null=True, blank=True)
     text = models.TextField()
     created_at = models.DateTimeField()
@@ -103,7 +123,7 @@ class Review(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(kind="note")
-                | models.Q(assertion_result__isnull=False, overridden_passed__isnull=False),
+                | (~models.Q(assertion_id="") & models.Q(overridden_passed__isnull=False)),
                 name="review_override_has_target",
             )
         ]

@@ -285,20 +285,29 @@ def run_samples(iteration: Iteration) -> list[dict[str, Any]]:
 
 
 def assertion_outcomes(iterations: Iterable[Iteration]) -> list[dict[str, Any]]:
-    """Every substantive assertion result of the iterations, as `AssertionOutcome` rows."""
-    return list(
+    """Every substantive assertion result of the iterations, as `AssertionOutcome` rows.
+
+    `passed` is the reviewer's override where there is one: overrides count in every statistic.
+    """
+    rows = list(
         AssertionResult.objects.filter(grading__run__iteration__in=list(iterations), is_meta=False)
         .exclude(grading__run__status="errored")
         .order_by()
         .values(
             "assertion_id",
             "passed",
+            "override_passed",
             iteration_id=F("grading__run__iteration_id"),
             eval_id=F("grading__run__eval_id"),
             condition=F("grading__run__condition__name"),
             run_index=F("grading__run__run_index"),
         )
     )
+    for row in rows:
+        override = row.pop("override_passed")
+        if override is not None:
+            row["passed"] = override
+    return rows
 
 
 def eval_magic_benchmark(iteration: Iteration) -> dict[str, Any]:

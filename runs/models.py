@@ -333,3 +333,16 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"{self.eval_id}/{self.condition.name}/run-{self.run_index}"
+
+    def get_absolute_url(self) -> str:
+        """The run link; needs `iteration__skill` and `condition` loaded to avoid queries."""
+        return reverse(
+            "runs:run",
+            args=[
+                self.iteration.skill.name,
+                self.iteration.number,
+                self.eval_id,
+                self.condition.name,
+                self.run_index,
+            ],
+        )

@@ -17,3 +17,21 @@ def real_fixtures() -> Path:
     if not REAL_FIXTURES.is_dir():
         pytest.skip("../shared/fixtures/real is not present")
     return REAL_FIXTURES
+
+
+@pytest.fixture
+def user(db: None):
+    """A teammate with an account (not staff)."""
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.create_user("reviewer", password="correct horse battery")
+
+
+@pytest.fixture
+def client(user):
+    """Django's test client, logged in: every page needs an account unless shared."""
+    from django.test import Client
+
+    logged_in = Client()
+    logged_in.force_login(user)
+    return logged_in

@@ -9,6 +9,7 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from grading.models import AssertionResult, Grading, Review
+from grading.reviewing import refresh_override_warning
 from runs.models import (
     Condition,
     EvalCase,
@@ -184,6 +185,10 @@ class Writer:
         }
         runs_by_key = self._runs(iteration, parsed.runs, conditions, cases, fresh=existing is None)
         self._reviews(parsed, runs_by_key)
+        if existing is not None:
+            # The warnings were just recomputed from the files; overrides of runs the source
+            # did not change still count, and must still be announced.
+            refresh_override_warning(iteration.pk)
         return iteration
 
     def _conditions(self, iteration: Iteration, parsed: ParsedIteration) -> dict[str, Condition]:

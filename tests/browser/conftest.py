@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from django.contrib.auth import get_user_model
 
 from runs.importing import import_workspace
 from tests.browser import CHROMIUM
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "test-output" / "browser"
+USERNAME, PASSWORD = "reviewer", "correct horse battery"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 
@@ -49,12 +51,19 @@ def sample(transactional_db: None) -> None:
     # The live server reads through another connection, so the data must be committed;
     # transactional_db flushes it after every test, hence one import (about 1 s) per test.
     import_workspace([ROOT / "runs" / "sample"])
+    get_user_model().objects.create_user(USERNAME, password=PASSWORD)
 
 
 @pytest.fixture
 def page(browser: Browser, live_server, sample: None) -> Iterator[Page]:
     context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
     tab = context.new_page()
+    # Every page needs an account: log in through the login page, as a teammate would.
+    tab.goto("/accounts/login/")
+    tab.fill("#id_username", USERNAME)
+    tab.fill("#id_password", PASSWORD)
+    tab.click("button[type=submit]")
+    tab.wait_for_url(re.compile(r".*/$"))
     yield tab
     context.close()
 

@@ -1,0 +1,162 @@
+"""Who may read what: read-only share links scoped to one view, and per-user API tokens.
+
+Both kinds of secret are stored as SHA-256 digests only: the plain token is shown once, when it
+is created, so a leaked database does not leak working links or tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import parse_qsl
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from runs.models import Skill
+
+
+def new_secret() -> str:
+    """An unguessable URL-safe token (256 bits)."""
+    return secrets.token_urlsafe(32)
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class SecretQuerySet(models.QuerySet):
+    def active(self) -> SecretQuerySet:
+        """The ones not revoked and not expired."""
+        now = timezone.now()
+        return self.filter(revoked_at__isnull=True).filter(
+            models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now)
+        )
+
+    def find(self, secret: str) -> Any:
+        """The active row whose digest matches `secret`, or None."""
+        if not secret:
+            return None
+        return self.active().filter(digest=digest(secret)).first()
+
+
+class Secret(models.Model):
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    #: The first characters of the token, so a person can tell their tokens apart.
+    prefix = models.CharField(max_length=8, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = SecretQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+    def set_secret(self) -> str:
+        """Give the row a fresh token; returns the plain token, which is not stored."""
+        secret = new_secret()
+        self.digest = digest(secret)
+        self.prefix = secret[:8]
+        return secret
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None and (
+            self.expires_at is None or self.expires_at > timezone.now()
+        )
+
+    @property
+    def state(self) -> str:
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= timezone.now():
+            return "expired"
+        return "active"
+
+    def revoke(self) -> None:
+        if self.revoked_at is None:
+            self.revoked_at = timezone.now()
+            self.save(update_fields=["revoked_at"])
+
+    def touch(self) -> None:
+        """Record a use, at most once a minute so reads do not turn into writes."""
+        now = timezone.now()
+        if self.last_used_at is None or (now - self.last_used_at).total_seconds() > 60:
+            type(self).objects.filter(pk=self.pk).update(last_used_at=now)
+            self.last_used_at = now
+
+
+class ApiToken(Secret):
+    """A user's token for the JSON API (`Authorization: Bearer <token>`)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100, help_text="What the token is for, e.g. “CI”.")
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…) of {self.user}"
+
+
+class ShareLink(Secret):
+    """A read-only link to one view of one skill and the views beneath it.
+
+    `kind` is the URL name of the shared view. A skill link opens the skill's pages; an
+    iteration link that iteration, its evals and runs; an eval link the eval and its runs; a
+    run link the run and its conversation; a comparison link that comparison only, with the
+    same query. Never another skill, the admin, the API, or anything but GET.
+    """
+
+    class Kind(models.TextChoices):
+        SKILL = "skill", "skill"
+        ITERATION = "iteration", "iteration"
+        COMPARE = "compare", "comparison"
+        EVAL = "eval", "eval"
+        RUN = "run", "run"
+
+    #: The URL kwargs that must match, in the order they nest.
+    SCOPE_KEYS = {
+        Kind.SKILL: ("skill",),
+        Kind.ITERATION: ("skill", "number"),
+        Kind.EVAL: ("skill", "number", "eval_id"),
+        Kind.RUN: ("skill", "number", "eval_id", "condition", "run"),
+        Kind.COMPARE: ("skill",),
+    }
+
+    creator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="share_links"
+    )
+    skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="share_links")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    #: The shared view's URL kwargs (as strings) and, for a comparison, its query string.
+    scope = models.JSONField(default=dict)
+    query = models.CharField(max_length=500, blank=True)
+    #: The address the link opens.
+    path = models.CharField(max_length=1000)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"share link to {self.path}"
+
+    def covers(self, url_name: str, kwargs: Mapping[str, Any], query: Mapping[str, str]) -> bool:
+        """Whether the runs view `url_name` with these kwargs and GET query is in scope."""
+        keys = self.SCOPE_KEYS[self.Kind(self.kind)]
+        if any(str(kwargs.get(key)) != str(self.scope.get(key)) for key in keys):
+            return False
+        if self.kind == self.Kind.COMPARE:
+            return url_name == "compare" and dict(query) == self.compare_query
+        return True
+
+    @property
+    def compare_query(self) -> dict[str, str]:
+        return dict(parse_qsl(self.query))

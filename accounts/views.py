@@ -1,0 +1,105 @@
+"""The account page (API tokens, share links) and the share-link opener."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from .middleware import remember
+from .models import ApiToken, ShareLink
+from .sharing import NotShareable, share_view
+
+EXPIRY_CHOICES = [("", "never expires"), ("1", "1 day"), ("7", "7 days"), ("30", "30 days")]
+
+
+class ShareForm(forms.Form):
+    path = forms.CharField(max_length=1000)
+    expires = forms.TypedChoiceField(
+        choices=EXPIRY_CHOICES, required=False, coerce=int, empty_value=None
+    )
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(max_length=100, strip=True)
+
+
+@require_GET
+def account(request: HttpRequest) -> HttpResponse:
+    return render(request, "accounts/account.html", _account_context(request))
+
+
+def _account_context(request: HttpRequest, **extra: object) -> dict[str, object]:
+    return {
+        "tokens": ApiToken.objects.filter(user=request.user),
+        "links": ShareLink.objects.filter(creator=request.user).select_related("skill"),
+        "token_form": TokenForm(),
+        **extra,
+    }
+
+
+@require_POST
+def create_token(request: HttpRequest) -> HttpResponse:
+    form = TokenForm(request.POST)
+    if not form.is_valid():
+        return render(
+            request, "accounts/account.html", _account_context(request, token_form=form), status=400
+        )
+    token = ApiToken(user=request.user, name=form.cleaned_data["name"])
+    secret = token.set_secret()
+    token.save()
+    return render(
+        request,
+        "accounts/account.html",
+        _account_context(request, new_token=token, new_secret=secret),
+    )
+
+
+@require_POST
+def revoke_token(request: HttpRequest, pk: int) -> HttpResponse:
+    get_object_or_404(ApiToken, pk=pk, user=request.user).revoke()
+    return redirect("accounts:account")
+
+
+@require_POST
+def create_share(request: HttpRequest) -> HttpResponse:
+    form = ShareForm(request.POST)
+    error = ""
+    if form.is_valid():
+        try:
+            created = share_view(
+                creator=request.user,
+                address=form.cleaned_data["path"],
+                expires_in_days=form.cleaned_data["expires"],
+            )
+        except NotShareable as exc:
+            error = str(exc)
+        else:
+            url = request.build_absolute_uri(reverse("share", args=[created.secret]))
+            return render(
+                request, "accounts/share_created.html", {"link": created.link, "url": url}
+            )
+    else:
+        error = "; ".join(f"{field}: {', '.join(errs)}" for field, errs in form.errors.items())
+    return render(request, "accounts/share_error.html", {"error": error}, status=400)
+
+
+@require_POST
+def revoke_share(request: HttpRequest, pk: int) -> HttpResponse:
+    get_object_or_404(ShareLink, pk=pk, creator=request.user).revoke()
+    return redirect("accounts:account")
+
+
+@login_not_required
+@require_GET
+def open_share(request: HttpRequest, token: str) -> HttpResponse:
+    """Open a share link: remember it in this browser's session, then show the shared view."""
+    link = ShareLink.objects.find(token)
+    if link is None:
+        return render(request, "accounts/share_invalid.html", status=404)
+    remember(request, link)
+    link.touch()
+    return redirect(link.path)

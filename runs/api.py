@@ -1,0 +1,574 @@
+"""The JSON API's read side, and imports: the numbers the pages show, from the same modules."""
+
+# No `from __future__ import annotations`: ninja and pydantic read these annotations at
+# runtime to build the request parsers and the OpenAPI document.
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.http import Http404, HttpRequest
+from django.urls import reverse
+from ninja import File, Query, Router, Schema, Status
+from ninja.files import UploadedFile
+from ninja.pagination import paginate
+
+from accounts.auth import READ_AUTH, WRITE_AUTH
+from grading.models import Review
+
+from . import stats
+from .analysis import ConditionSummary, IterationSummary, eval_magic_benchmark, summarise_iterations
+from .importing import ImportFailure, import_workspace
+from .models import Iteration, Run, Skill
+from .reports import compare
+from .views import get_iteration, get_run, get_skill
+
+router = Router(tags=["results"], auth=READ_AUTH)
+
+
+class IntervalOut(Schema):
+    low: float
+    high: float
+
+
+class ScoreOut(Schema):
+    mean: float
+    n_evals: int
+    n_runs: int
+    interval: IntervalOut | None
+    per_eval: dict[str, float]
+
+
+class ProportionOut(Schema):
+    successes: int
+    n: int
+    rate: float | None
+    interval: IntervalOut | None
+
+
+class ConditionOut(Schema):
+    name: str
+    role: str
+    loads_skill: bool
+    score: ScoreOut | None
+    sentence: str
+    runs: int
+    graded: int
+    errored: int
+    invocation: ProportionOut | None
+    false_trigger: ProportionOut | None
+    mean_tokens: float | None
+    mean_duration_ms: float | None
+
+
+class DeltaOut(Schema):
+    treatment: str
+    control: str
+    mean: float
+    n: int
+    se: float | None
+    interval: IntervalOut | None
+    p_value: float | None
+    signal: str
+
+
+class IterationOut(Schema):
+    number: int
+    label: str
+    mode: str
+    source_kind: str
+    agent_model: str
+    judge_model: str
+    generated_at: datetime | None
+    validity_warnings: list[str]
+    conditions: list[ConditionOut]
+    treatment: str | None
+    control: str | None
+    delta: DeltaOut | None
+    verdict: str
+    gain_per_1k_tokens: float | None
+    evals: list[str]
+    zero_assertion_evals: list[str]
+    url: str
+
+
+class SkillOut(Schema):
+    name: str
+    description: str
+    iterations: int
+    latest: IterationOut | None
+    url: str
+
+
+def _interval(interval: stats.Interval | None) -> dict[str, float] | None:
+    return None if interval is None else {"low": interval.low, "high": interval.high}
+
+
+def _proportion(value: stats.Proportion | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    return {
+        "successes": value.successes,
+        "n": value.n,
+        "rate": value.rate,
+        "interval": _interval(value.interval),
+    }
+
+
+def _condition(summary: ConditionSummary) -> dict[str, Any]:
+    score = summary.score
+    return {
+        "name": summary.name,
+        "role": summary.role,
+        "loads_skill": summary.loads_skill,
+        "score": None
+        if score is None
+        else {
+            "mean": score.mean,
+            "n_evals": score.n_evals,
+            "n_runs": score.n_runs,
+            "interval": _interval(score.interval),
+            "per_eval": dict(score.per_eval),
+        },
+        "sentence": summary.sentence,
+        "runs": summary.runs,
+        "graded": summary.graded,
+        "errored": summary.errored,
+        "invocation": _proportion(summary.invocation),
+        "false_trigger": _proportion(summary.false_trigger),
+        "mean_tokens": summary.mean_tokens,
+        "mean_duration_ms": summary.mean_duration_ms,
+    }
+
+
+def _delta(delta: stats.PairedDelta | None) -> dict[str, Any] | None:
+    if delta is None:
+        return None
+    return {
+        "treatment": delta.treatment,
+        "control": delta.control,
+        "mean": delta.mean,
+        "n": delta.n,
+        "se": delta.se,
+        "interval": _interval(delta.interval),
+        "p_value": delta.p_value,
+        "signal": delta.signal,
+    }
+
+
+def iteration_out(iteration: Iteration, summary: IterationSummary) -> dict[str, Any]:
+    return {
+        "number": iteration.number,
+        "label": iteration.label,
+        "mode": iteration.mode,
+        "source_kind": iteration.source_kind,
+        "agent_model": iteration.agent_model,
+        "judge_model": iteration.judge_model,
+        "generated_at": iteration.generated_at,
+        "validity_warnings": list(iteration.validity_warnings),
+        "conditions": [_condition(c) for c in summary.conditions],
+        "treatment": summary.treatment.name if summary.treatment else None,
+        "control": summary.control.name if summary.control else None,
+        "delta": _delta(summary.delta),
+        "verdict": summary.verdict,
+        "gain_per_1k_tokens": summary.gain_per_1k_tokens,
+        "evals": list(summary.evals),
+        "zero_assertion_evals": list(summary.zero_assertion_evals),
+        "url": iteration.get_absolute_url(),
+    }
+
+
+class LazyPage:
+    """A queryset whose rows are converted only once pagination has sliced out its page."""
+
+    def __init__(self, queryset: Any, convert: Callable[[list[Any]], list[Any]]) -> None:
+        self.queryset = queryset
+        self.convert = convert
+
+    def __len__(self) -> int:
+        return self.queryset.count()
+
+    def __getitem__(self, index: slice) -> list[Any]:
+        return self.convert(list(self.queryset[index]))
+
+
+def _iterations_out(iterations: list[Iteration]) -> list[dict[str, Any]]:
+    summaries = summarise_iterations(iterations)
+    return [iteration_out(i, summaries[i.pk]) for i in iterations]
+
+
+@router.get("/skills", response=list[SkillOut], summary="Every skill with its latest iteration")
+@paginate
+def list_skills(request: HttpRequest) -> Any:
+    return LazyPage(Skill.objects.order_by("name"), lambda page: [_skill_out(s) for s in page])
+
+
+def _skill_out(skill: Skill) -> dict[str, Any]:
+    latest = Iteration.objects.filter(skill=skill).select_related("skill").order_by("-number")
+    latest = latest.first()
+    return {
+        "name": skill.name,
+        "description": skill.description,
+        "iterations": skill.iterations.count(),
+        "latest": _iterations_out([latest])[0] if latest else None,
+        "url": reverse("runs:skill", args=[skill.name]),
+    }
+
+
+@router.get("/skills/{skill}", response=SkillOut, summary="One skill")
+def get_skill_detail(request: HttpRequest, skill: str) -> dict[str, Any]:
+    return _skill_out(get_skill(skill))
+
+
+@router.get(
+    "/skills/{skill}/trends",
+    response=list[IterationOut],
+    summary="Every iteration's statistics in order: what the skill page's charts draw",
+)
+def trends(request: HttpRequest, skill: str) -> list[dict[str, Any]]:
+    found = get_skill(skill)
+    iterations = list(Iteration.objects.filter(skill=found).select_related("skill").light())
+    return _iterations_out(sorted(iterations, key=lambda i: i.number))
+
+
+@router.get("/skills/{skill}/iterations", response=list[IterationOut], summary="Iterations")
+@paginate
+def list_iterations(request: HttpRequest, skill: str) -> Any:
+    found = get_skill(skill)
+    return LazyPage(
+        Iteration.objects.filter(skill=found).select_related("skill").light().order_by("-number"),
+        _iterations_out,
+    )
+
+
+@router.get(
+    "/skills/{skill}/iterations/{number}",
+    response=IterationOut,
+    summary="One iteration: per-condition scores, the delta with its interval, the verdict",
+)
+def iteration_detail(request: HttpRequest, skill: str, number: int) -> dict[str, Any]:
+    return _iterations_out([get_iteration(get_skill(skill), number)])[0]
+
+
+@router.get(
+    "/skills/{skill}/iterations/{number}/benchmark",
+    response=dict[str, Any],
+    summary="The benchmark.json eval-magic would write (SPEC §4.1)",
+)
+def benchmark(request: HttpRequest, skill: str, number: int) -> dict[str, Any]:
+    iteration = get_iteration(get_skill(skill), number)
+    try:
+        return eval_magic_benchmark(iteration)
+    except ValueError as exc:
+        raise Http404(str(exc)) from None
+
+
+class ResultOut(Schema):
+    id: int
+    assertion_id: str
+    is_meta: bool
+    passed: bool
+    override_passed: bool | None
+    effective_passed: bool
+    evidence: str
+    confidence: float | None
+    needs_review: bool
+    grader: str
+    text: str
+
+
+class GradingOut(Schema):
+    passed: int
+    failed: int
+    total: int
+    pass_rate: float
+    summary_computed: bool
+    original_summary: dict[str, float] | None
+    skill_invoked: bool | None
+    results: list[ResultOut]
+
+
+class ReviewOut(Schema):
+    kind: str
+    source: str
+    author: str | None
+    assertion_id: str
+    original_passed: bool | None
+    overridden_passed: bool | None
+    text: str
+    created_at: datetime
+
+
+class RunOut(Schema):
+    eval_id: str
+    condition: str
+    run_index: int
+    status: str
+    total_tokens: int | None
+    duration_ms: int | None
+    skill_called: bool | None
+    grading: GradingOut | None
+    reviews: list[ReviewOut]
+    url: str
+
+
+class RunDetailOut(RunOut):
+    final_message: str
+    conversation: list[dict[str, Any]]
+    tool_invocations: list[dict[str, Any]]
+
+
+def review_out(review: Review) -> dict[str, Any]:
+    return {
+        "kind": review.kind,
+        "source": review.source,
+        "author": review.author.get_username() if review.author else None,
+        "assertion_id": review.assertion_id,
+        "original_passed": review.original_passed,
+        "overridden_passed": review.overridden_passed,
+        "text": review.text,
+        "created_at": review.created_at,
+    }
+
+
+def run_out(run: Run) -> dict[str, Any]:
+    grading = getattr(run, "grading", None)
+    return {
+        "eval_id": run.eval_id,
+        "condition": run.condition.name,
+        "run_index": run.run_index,
+        "status": run.status,
+        "total_tokens": run.total_tokens,
+        "duration_ms": run.duration_ms,
+        "skill_called": run.skill_called,
+        "grading": None
+        if grading is None
+        else {
+            "passed": grading.passed,
+            "failed": grading.failed,
+            "total": grading.total,
+            "pass_rate": grading.pass_rate,
+            "summary_computed": grading.summary_computed,
+            "original_summary": grading.original_summary,
+            "skill_invoked": grading.skill_invoked,
+            "results": [
+                {
+                    "id": r.pk,
+                    "assertion_id": r.assertion_id,
+                    "is_meta": r.is_meta,
+                    "passed": r.passed,
+                    "override_passed": r.override_passed,
+                    "effective_passed": r.effective_passed,
+                    "evidence": r.evidence,
+                    "confidence": r.confidence,
+                    "needs_review": r.needs_review,
+                    "grader": r.grader,
+                    "text": r.text,
+                }
+                for r in grading.results.all()
+            ],
+        },
+        "reviews": [review_out(review) for review in run.reviews.all()],
+        "url": run.get_absolute_url(),
+    }
+
+
+class RunFilter(Schema):
+    eval_id: str | None = None
+    condition: str | None = None
+
+
+@router.get(
+    "/skills/{skill}/iterations/{number}/runs",
+    response=list[RunOut],
+    summary="The iteration's runs with their gradings (conversations left out)",
+)
+@paginate
+def list_runs(request: HttpRequest, skill: str, number: int, filters: Query[RunFilter]) -> Any:
+    iteration = get_iteration(get_skill(skill), number)
+    runs = (
+        Run.objects.filter(iteration=iteration)
+        .select_related("condition", "grading", "iteration__skill")
+        .prefetch_related("grading__results", "reviews__author")
+        .defer("conversation", "tool_invocations", "artifacts")
+        .order_by("eval_id", "condition__position", "run_index")
+    )
+    if filters.eval_id:
+        runs = runs.filter(eval_id=filters.eval_id)
+    if filters.condition:
+        runs = runs.filter(condition__name=filters.condition)
+    return LazyPage(runs, lambda page: [run_out(run) for run in page])
+
+
+@router.get(
+    "/skills/{skill}/iterations/{number}/runs/{eval_id}/{condition}/{run}",
+    response=RunDetailOut,
+    summary="One run with its grading, evidence and conversation",
+)
+def run_detail(
+    request: HttpRequest, skill: str, number: int, eval_id: str, condition: str, run: int
+) -> dict[str, Any]:
+    found = get_run(skill, number, eval_id, condition, run)
+    return {
+        **run_out(found),
+        "final_message": found.final_message,
+        "conversation": list(found.conversation or []),
+        "tool_invocations": list(found.tool_invocations or []),
+    }
+
+
+class EvalChangeOut(Schema):
+    eval_id: str
+    treatment_before: float | None
+    treatment_after: float | None
+    treatment_change: float | None
+    treatment_change_interval: IntervalOut | None
+    delta_before: float | None
+    delta_after: float | None
+    delta_change: float | None
+    p_value: float | None
+    adjusted_p: float | None
+    badge: str | None
+
+
+class FlipOut(Schema):
+    eval_id: str
+    assertion_id: str
+    role: str
+    direction: str
+    rate_before: float
+    rate_after: float
+
+
+class CompareOut(Schema):
+    before: int
+    after: int
+    before_label: str
+    after_label: str
+    verdict: str
+    treatment_change: DeltaOut | None
+    delta_change: DeltaOut | None
+    warnings: list[str]
+    evals: list[EvalChangeOut]
+    flips: list[FlipOut]
+
+
+class CompareQuery(Schema):
+    a: int
+    b: int
+    ca: str | None = None
+    cb: str | None = None
+
+
+@router.get(
+    "/skills/{skill}/compare",
+    response=CompareOut,
+    summary="Two iterations (or two conditions, with ca and cb) side by side",
+)
+def compare_iterations(
+    request: HttpRequest, skill: str, query: Query[CompareQuery]
+) -> dict[str, Any]:
+    found = get_skill(skill)
+    before, after = get_iteration(found, query.a), get_iteration(found, query.b)
+    for iteration, name in ((before, query.ca), (after, query.cb)):
+        if name and not iteration.conditions.filter(name=name).exists():
+            raise Http404(f"Iteration #{iteration.number} has no condition “{name}”.")
+    result = compare(before, after, before_condition=query.ca, after_condition=query.cb)
+    change = result.result
+    return {
+        "before": before.number,
+        "after": after.number,
+        "before_label": change.before_label,
+        "after_label": change.after_label,
+        "verdict": result.verdict,
+        "treatment_change": _delta(change.treatment_change),
+        "delta_change": _delta(change.delta_change),
+        "warnings": result.warnings,
+        "evals": [
+            {
+                "eval_id": e.eval_id,
+                "treatment_before": e.treatment_before,
+                "treatment_after": e.treatment_after,
+                "treatment_change": e.treatment_change.value if e.treatment_change else None,
+                "treatment_change_interval": _interval(e.treatment_change.interval)
+                if e.treatment_change
+                else None,
+                "delta_before": e.delta_before,
+                "delta_after": e.delta_after,
+                "delta_change": e.delta_change.value if e.delta_change else None,
+                "p_value": e.p_value,
+                "adjusted_p": e.adjusted_p,
+                "badge": e.badge,
+            }
+            for e in change.evals
+        ],
+        "flips": [
+            {
+                "eval_id": f.eval_id,
+                "assertion_id": f.assertion_id,
+                "role": str(f.role),
+                "direction": f.direction,
+                "rate_before": f.before.rate,
+                "rate_after": f.after.rate,
+            }
+            for f in change.flips
+        ],
+    }
+
+
+class ImportOut(Schema):
+    summary: str
+    counts: dict[str, dict[str, int]]
+    notes: list[str]
+
+
+class ErrorOut(Schema):
+    detail: str
+
+
+ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
+
+
+@router.post(
+    "/imports",
+    auth=WRITE_AUTH,
+    response={201: ImportOut, 400: ErrorOut, 413: ErrorOut},
+    summary="Import a workspace archive (.zip or .tar.gz): all of it, or nothing",
+)
+def create_import(request: HttpRequest, archive: File[UploadedFile]) -> Any:
+    name = Path(archive.name or "upload").name
+    if not name.lower().endswith(ARCHIVE_SUFFIXES):
+        return Status(400, {"detail": f"{name}: not a .zip or .tar.gz archive of a workspace"})
+    if archive.size is not None and archive.size > settings.EVALSITE_UPLOAD_MAX_BYTES:
+        return Status(
+            413,
+            {
+                "detail": f"{name}: {archive.size} bytes is over the upload limit of "
+                f"{settings.EVALSITE_UPLOAD_MAX_BYTES} bytes"
+            },
+        )
+    folder = Path(tempfile.mkdtemp(prefix="evalsite-upload-"))
+    try:
+        path = folder / name
+        with path.open("wb") as out:
+            for chunk in archive.chunks():
+                out.write(chunk)
+        try:
+            report = import_workspace([path])
+        except ImportFailure as exc:
+            # Name the upload as the client sent it, not where it was saved.
+            return Status(400, {"detail": exc.message.replace(f"{folder}/", "")})
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return Status(
+        201,
+        {
+            "summary": report.summary(),
+            "counts": {kind: dict(counter) for kind, counter in report.counts.items()},
+            "notes": report.notes,
+        },
+    )
