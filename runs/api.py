@@ -15,7 +15,8 @@ from django.http import Http404, HttpRequest
 from django.urls import reverse
 from ninja import File, Query, Router, Schema, Status
 from ninja.files import UploadedFile
-from ninja.pagination import paginate
+from ninja.pagination import LimitOffsetPagination, paginate
+from pydantic import Field
 
 from accounts.auth import READ_AUTH, WRITE_AUTH
 from grading.models import Review
@@ -28,6 +29,18 @@ from .reports import compare
 from .views import get_iteration, get_run, get_skill
 
 router = Router(tags=["results"], auth=READ_AUTH)
+
+
+class Pagination(LimitOffsetPagination):
+    """limit/offset with bounds: ninja's own offset is unbounded, and a 20-digit offset
+    overflows the database's integers (a 500 that schemathesis found)."""
+
+    class Input(Schema):
+        limit: int = Field(100, ge=1, le=500)
+        offset: int = Field(0, ge=0, le=2**31 - 1)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(max_limit=500, **kwargs)
 
 
 class IntervalOut(Schema):
@@ -202,7 +215,7 @@ def _iterations_out(iterations: list[Iteration]) -> list[dict[str, Any]]:
 
 
 @router.get("/skills", response=list[SkillOut], summary="Every skill with its latest iteration")
-@paginate
+@paginate(Pagination)
 def list_skills(request: HttpRequest) -> Any:
     return LazyPage(Skill.objects.order_by("name"), lambda page: [_skill_out(s) for s in page])
 
@@ -236,7 +249,7 @@ def trends(request: HttpRequest, skill: str) -> list[dict[str, Any]]:
 
 
 @router.get("/skills/{skill}/iterations", response=list[IterationOut], summary="Iterations")
-@paginate
+@paginate(Pagination)
 def list_iterations(request: HttpRequest, skill: str) -> Any:
     found = get_skill(skill)
     return LazyPage(
@@ -387,7 +400,7 @@ class RunFilter(Schema):
     response=list[RunOut],
     summary="The iteration's runs with their gradings (conversations left out)",
 )
-@paginate
+@paginate(Pagination)
 def list_runs(request: HttpRequest, skill: str, number: int, filters: Query[RunFilter]) -> Any:
     iteration = get_iteration(get_skill(skill), number)
     runs = (

@@ -1,0 +1,248 @@
+"""The JSON API: the same numbers as the pages, paginated lists, imports and their refusals."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from accounts.models import ApiToken
+from grading.models import AssertionResult, Grading, Review
+from runs.analysis import eval_magic_benchmark, summarise_iterations
+from runs.importing import import_workspace
+from runs.models import EvalCase, Iteration, Run, Skill
+from tests.factories import eval_magic_iteration, write_json
+
+pytestmark = pytest.mark.django_db
+
+ROOT = Path(__file__).resolve().parents[2]
+SKILL = "taming-flaky-tests"
+
+
+@pytest.fixture
+def api(user) -> Client:
+    token = ApiToken(user=user, name="CI")
+    secret = token.set_secret()
+    token.save()
+    return Client(headers={"Authorization": f"Bearer {secret}"})
+
+
+@pytest.fixture
+def sample() -> None:
+    import_workspace([ROOT / "runs" / "sample"])
+
+
+def get(api: Client, url: str, status: int = 200):
+    response = api.get(url)
+    assert response.status_code == status, response.content[:400]
+    return response.json()
+
+
+def counts() -> tuple[int, ...]:
+    return tuple(
+        model.objects.count()
+        for model in (Skill, Iteration, EvalCase, Run, Grading, AssertionResult, Review)
+    )
+
+
+def test_tokens_are_stored_hashed(api: Client) -> None:
+    token = ApiToken.objects.get()
+    secret = api.defaults["HTTP_AUTHORIZATION"].removeprefix("Bearer ")
+    assert secret not in (token.digest, token.prefix) and len(token.digest) == 64
+    assert ApiToken.objects.find(secret) == token
+
+
+def test_skills_are_paginated(api: Client, sample) -> None:
+    page = get(api, "/api/skills?limit=1")
+    assert page["count"] == 2
+    assert [s["name"] for s in page["items"]] == ["changelog-from-commits"]
+    assert get(api, "/api/skills?limit=1&offset=1")["items"][0]["name"] == SKILL
+
+
+def test_an_iteration_carries_the_pages_numbers_and_verdict(
+    api: Client, client: Client, sample
+) -> None:
+    iteration = Iteration.objects.get(skill__name=SKILL, number=1)
+    summary = summarise_iterations([iteration])[iteration.pk]
+
+    body = get(api, f"/api/skills/{SKILL}/iterations/1")
+
+    assert body["verdict"] == summary.verdict
+    assert body["delta"]["mean"] == pytest.approx(summary.delta.mean)
+    assert body["delta"]["interval"]["low"] == pytest.approx(summary.delta.interval.low)
+    assert body["delta"]["signal"] == summary.delta.signal
+    treatment = next(c for c in body["conditions"] if c["name"] == body["treatment"])
+    assert treatment["score"]["mean"] == pytest.approx(summary.treatment.score.mean)
+    page = client.get(f"/skills/{SKILL}/iterations/1/").content.decode()
+    assert body["verdict"].split(" (")[0] in page
+
+
+def test_trends_list_every_iteration_in_order(api: Client, sample) -> None:
+    trend = get(api, f"/api/skills/{SKILL}/trends")
+    assert [i["number"] for i in trend] == [1, 2, 3, 4]
+    assert get(api, f"/api/skills/{SKILL}/iterations")["count"] == 4
+
+
+def test_the_benchmark_is_eval_magics(api: Client, sample) -> None:
+    iteration = Iteration.objects.get(skill__name=SKILL, number=2)
+    body = get(api, f"/api/skills/{SKILL}/iterations/2/benchmark")
+    assert body == eval_magic_benchmark(iteration)
+
+
+def test_runs_come_with_gradings_and_one_run_with_its_conversation(api: Client, sample) -> None:
+    runs = get(api, f"/api/skills/{SKILL}/iterations/1/runs?limit=500")
+    assert (
+        runs["count"]
+        == Run.objects.filter(iteration__skill__name=SKILL, iteration__number=1).count()
+    )
+    first = runs["items"][0]
+    assert "conversation" not in first
+    assert first["grading"] is None or "results" in first["grading"]
+    one = get(
+        api,
+        f"/api/skills/{SKILL}/iterations/1/runs/{first['eval_id']}/{first['condition']}/{first['run_index']}",
+    )
+    assert isinstance(one["conversation"], list)
+    assert one["url"] == first["url"]
+    filtered = get(api, f"/api/skills/{SKILL}/iterations/1/runs?eval_id={first['eval_id']}")
+    assert {r["eval_id"] for r in filtered["items"]} == {first["eval_id"]}
+
+
+def test_a_comparison_has_its_verdict_and_badges(api: Client, sample) -> None:
+    body = get(api, f"/api/skills/{SKILL}/compare?a=3&b=4")
+    assert (body["before"], body["after"]) == (3, 4)
+    assert body["verdict"]
+    assert all("eval_id" in e for e in body["evals"])
+
+
+def test_missing_things_are_json_404s(api: Client, sample) -> None:
+    assert get(api, "/api/skills/nope", 404)["detail"] == "No skill named “nope”."
+    assert "no iteration #9" in get(api, f"/api/skills/{SKILL}/iterations/9", 404)["detail"]
+
+
+def test_a_review_through_the_api_overrides_a_result(api: Client, tmp_path: Path) -> None:
+    eval_magic_iteration(tmp_path)
+    import_workspace([tmp_path])
+    url = "/api/skills/demo-skill/iterations/1/runs/alpha/without_skill/1/reviews"
+
+    response = api.post(
+        url,
+        {"text": "a2 is fine", "assertion_id": "a2", "passed": True},
+        content_type="application/json",
+    )
+
+    assert response.status_code == 201, response.content
+    assert response.json()["overridden_passed"] is True
+    assert Grading.objects.get(run__condition__name="without_skill").pass_rate == 1.0
+    missing = api.post(url, {"text": "x", "passed": True}, content_type="application/json")
+    assert missing.status_code == 400
+    assert missing.json()["detail"].startswith("passed:")
+
+
+# --- imports --------------------------------------------------------------------------------
+
+
+def zipped(folder: Path, target: Path) -> Path:
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(folder.parent).as_posix())
+    return target
+
+
+def upload(api: Client, path: Path, name: str | None = None):
+    data = io.BytesIO(path.read_bytes())
+    data.name = name or path.name
+    return api.post("/api/imports", {"archive": data})
+
+
+def test_ci_pushes_a_workspace_archive_and_pushing_again_is_safe(
+    api: Client, tmp_path: Path
+) -> None:
+    folder = eval_magic_iteration(tmp_path / "ws").parent
+    archive = zipped(folder, tmp_path / "demo-skill.zip")
+
+    first = upload(api, archive)
+    again = upload(api, archive)
+
+    assert first.status_code == 201, first.content
+    assert first.json()["counts"]["runs"] == {"created": 2}
+    assert again.json()["counts"]["runs"] == {"skipped": 2}
+    assert Iteration.objects.filter(skill__name="demo-skill").count() == 1
+
+
+def refused(api: Client, path: Path, status: int = 400, name: str | None = None) -> str:
+    before = counts()
+    response = upload(api, path, name)
+    assert response.status_code == status, response.content
+    assert counts() == before
+    detail = response.json()["detail"]
+    assert "\n" not in detail and "evalsite-upload-" not in detail
+    return detail
+
+
+def test_it_refuses_a_file_that_is_not_an_archive(api: Client, tmp_path: Path) -> None:
+    text = tmp_path / "results.txt"
+    text.write_text("hello")
+    assert refused(api, text) == "results.txt: not a .zip or .tar.gz archive of a workspace"
+    fake = tmp_path / "results.zip"
+    fake.write_text("not a zip at all")
+    assert refused(api, fake) == (
+        "results.zip: not a folder or a .zip / .tar.gz archive of a workspace"
+    )
+
+
+def test_it_refuses_an_oversized_upload(api: Client, tmp_path: Path, settings) -> None:
+    settings.EVALSITE_UPLOAD_MAX_BYTES = 100
+    archive = zipped(eval_magic_iteration(tmp_path / "ws").parent, tmp_path / "big.zip")
+    assert "over the upload limit of 100 bytes" in refused(api, archive, status=413)
+
+
+def test_it_refuses_path_traversal(api: Client, tmp_path: Path) -> None:
+    archive = tmp_path / "evil.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("../../outside.txt", "x")
+    assert refused(api, archive).startswith("evil.zip")
+    assert not (tmp_path.parent / "outside.txt").exists()
+
+
+def test_it_refuses_a_symlink_that_escapes(api: Client, tmp_path: Path) -> None:
+    archive = tmp_path / "links.tar.gz"
+    with tarfile.open(archive, "w:gz") as out:
+        info = tarfile.TarInfo("ws/passwd")
+        info.type = tarfile.SYMTYPE
+        info.linkname = "/etc/passwd"
+        out.addfile(info)
+    assert refused(api, archive).startswith("links.tar.gz")
+
+
+def test_it_refuses_a_zip_bomb(api: Client, tmp_path: Path, settings) -> None:
+    settings.EVALSITE_ARCHIVE_MAX_BYTES = 1 << 20
+    archive = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as out:
+        out.writestr("ws/zeros.bin", bytes(8 << 20))  # 8 MiB of zeros, ~8 KB compressed
+    assert archive.stat().st_size < 64 << 10
+    assert "bomb.zip" in refused(api, archive)
+
+
+def test_a_bad_file_inside_names_the_file_and_imports_nothing(api: Client, tmp_path: Path) -> None:
+    folder = eval_magic_iteration(tmp_path / "ws")
+    grading = next(folder.rglob("grading.json"))
+    write_json(grading, {"expectations": "not a list"})
+    archive = zipped(folder.parent, tmp_path / "demo-skill.zip")
+    detail = refused(api, archive)
+    assert detail.startswith("demo-skill.zip!/")
+    assert "grading.json" in detail
+
+
+def test_imports_need_a_token(tmp_path: Path) -> None:
+    archive = zipped(eval_magic_iteration(tmp_path / "ws").parent, tmp_path / "d.zip")
+    data = io.BytesIO(archive.read_bytes())
+    data.name = "d.zip"
+    response = Client().post("/api/imports", {"archive": data})
+    assert response.status_code == 401
+    assert not Skill.objects.exists()
