@@ -44,7 +44,7 @@ def share_view(
         raise NotShareable(f"{parts.path} cannot be shared: share a skill, iteration, eval or run")
     skill = Skill.objects.filter(name=match.kwargs["skill"]).first()
     if skill is None:
-        raise NotShareable(f"no skill named {match.kwargs['skill']!r}")
+        raise NotShareable(f"no skill named “{match.kwargs['skill']}”")
     kind = ShareLink.Kind(match.url_name)
     scope = {key: str(match.kwargs[key]) for key in ShareLink.SCOPE_KEYS[kind]}
     query = ""
