@@ -246,3 +246,10 @@ def test_imports_need_a_token(tmp_path: Path) -> None:
     response = Client().post("/api/imports", {"archive": data})
     assert response.status_code == 401
     assert not Skill.objects.exists()
+
+
+def test_the_api_docs_are_served_from_this_server(client: Client) -> None:
+    html = client.get("/api/docs").content.decode()
+    assert "/static/ninja/swagger-ui-bundle.js" in html
+    assert "cdn" not in html.lower()
+    assert client.get("/api/openapi.json").json()["info"]["title"] == "evalsite"
