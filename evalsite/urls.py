@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from accounts.views import open_share
+from runs.views import import_page
 
 from .api import api
 
@@ -12,6 +13,9 @@ urlpatterns = [
     path("accounts/", include("accounts.urls")),
     path("s/<str:token>/", open_share, name="share"),
     path("api/", api.urls),
+    # Outside the dashboard's "runs" namespace: a form that writes, never opened by a share link
+    # or by EVALSITE_PUBLIC_READ.
+    path("imports/", import_page, name="import"),
     path("", include("grading.urls")),
     path("", include("runs.urls")),
 ]

@@ -3,14 +3,10 @@
 # No `from __future__ import annotations`: ninja and pydantic read these annotations at
 # runtime to build the request parsers and the OpenAPI document.
 
-import shutil
-import tempfile
 from collections.abc import Callable
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.http import Http404, HttpRequest
 from django.urls import reverse
 from ninja import File, Query, Router, Schema, Status
@@ -23,7 +19,8 @@ from grading.models import Review
 
 from . import stats
 from .analysis import ConditionSummary, IterationSummary, eval_magic_benchmark, summarise_iterations
-from .importing import ImportFailure, import_workspace
+from .importing import ImportFailure
+from .importing.uploads import UploadTooLarge, import_upload
 from .models import Iteration, Run, Skill
 from .reports import compare
 from .views import get_iteration, get_run, get_skill
@@ -543,9 +540,6 @@ class ErrorOut(Schema):
     detail: str
 
 
-ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
-
-
 @router.post(
     "/imports",
     auth=WRITE_AUTH,
@@ -553,30 +547,12 @@ ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
     summary="Import a workspace archive (.zip or .tar.gz): all of it, or nothing",
 )
 def create_import(request: HttpRequest, archive: File[UploadedFile]) -> Any:
-    name = Path(archive.name or "upload").name
-    if not name.lower().endswith(ARCHIVE_SUFFIXES):
-        return Status(400, {"detail": f"{name}: not a .zip or .tar.gz archive of a workspace"})
-    if archive.size is not None and archive.size > settings.EVALSITE_UPLOAD_MAX_BYTES:
-        return Status(
-            413,
-            {
-                "detail": f"{name}: {archive.size} bytes is over the upload limit of "
-                f"{settings.EVALSITE_UPLOAD_MAX_BYTES} bytes"
-            },
-        )
-    folder = Path(tempfile.mkdtemp(prefix="evalsite-upload-"))
     try:
-        path = folder / name
-        with path.open("wb") as out:
-            for chunk in archive.chunks():
-                out.write(chunk)
-        try:
-            report = import_workspace([path])
-        except ImportFailure as exc:
-            # Name the upload as the client sent it, not where it was saved.
-            return Status(400, {"detail": exc.message.replace(f"{folder}/", "")})
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        report = import_upload(archive)
+    except UploadTooLarge as exc:
+        return Status(413, {"detail": exc.message})
+    except ImportFailure as exc:
+        return Status(400, {"detail": exc.message})
     return Status(
         201,
         {

@@ -5,13 +5,15 @@ from __future__ import annotations
 from django import forms
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from grading.models import Review
 
 from . import charts
 from .analysis import eval_magic_benchmark
+from .importing import ImportFailure
+from .importing.uploads import UploadTooLarge, import_upload
 from .models import Condition, Iteration, Run, Skill
 from .overview import skill_rows, sort_rows, trend_points
 from .reports import FILTERS, compare, iteration_detail
@@ -275,3 +277,32 @@ def conversation_fragment(
     """A run's conversation alone, loaded on demand into the eval page by htmx."""
     found = get_run(skill, number, eval_id, condition, run)
     return render(request, "runs/run.html#conversation", {"run": found})
+
+
+class UploadForm(forms.Form):
+    archive = forms.FileField(
+        help_text="A .zip or .tar.gz of a workspace, iteration or skill folder"
+    )
+    dry_run = forms.BooleanField(required=False, label="Dry run: check it, save nothing")
+
+
+@require_http_methods(["GET", "POST"])
+def import_page(request: HttpRequest) -> HttpResponse:
+    """Upload a workspace archive through the browser: the importer's report, or its error."""
+    report, error, status = None, "", 200
+    if request.method == "POST":
+        form = UploadForm(request.POST, request.FILES)
+        if form.is_valid():
+            try:
+                report = import_upload(
+                    form.cleaned_data["archive"], dry_run=form.cleaned_data["dry_run"]
+                )
+            except ImportFailure as exc:
+                error, status = exc.message, 413 if isinstance(exc, UploadTooLarge) else 400
+        else:
+            status = 400
+    else:
+        form = UploadForm()
+    return render(
+        request, "runs/import.html", {"form": form, "report": report, "error": error}, status=status
+    )

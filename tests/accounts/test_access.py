@@ -47,6 +47,7 @@ RULES: dict[str, tuple[str, str]] = {
     "runs:run": ("GET", "page"),
     "runs:conversation": ("GET", "page"),
     "grading:queue": ("GET", "reader"),
+    "import": ("GET", "reader"),
     "grading:note": ("POST", "form"),
     "grading:override": ("POST", "form"),
     "accounts:account": ("GET", "reader"),

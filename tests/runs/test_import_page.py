@@ -1,0 +1,57 @@
+"""Uploading a workspace archive through the browser form."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from runs.models import Iteration, Run
+from tests.factories import eval_magic_iteration
+
+pytestmark = pytest.mark.django_db
+
+
+def archive_of(folder: Path, name: str = "demo-skill.zip") -> io.BytesIO:
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w") as out:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                out.write(path, path.relative_to(folder.parent).as_posix())
+    data.seek(0)
+    data.name = name
+    return data
+
+
+def test_an_upload_is_imported_and_reported(client: Client, tmp_path: Path) -> None:
+    folder = eval_magic_iteration(tmp_path / "ws").parent
+
+    dry = client.post("/imports/", {"archive": archive_of(folder), "dry_run": "on"})
+    assert "Dry run, nothing saved" in dry.content.decode()
+    assert not Run.objects.exists()
+
+    done = client.post("/imports/", {"archive": archive_of(folder)})
+    assert done.status_code == 200
+    assert "Imported skills: 1 created" in done.content.decode()
+    assert Iteration.objects.count() == 1
+
+
+def test_a_bad_upload_is_refused_with_its_one_line_error(client: Client, tmp_path: Path) -> None:
+    folder = eval_magic_iteration(tmp_path / "ws")
+    next(folder.rglob("grading.json")).write_text("{ not json")
+    response = client.post("/imports/", {"archive": archive_of(folder.parent)})
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "demo-skill.zip!/" in html and "grading.json" in html
+    assert "evalsite-upload-" not in html
+    assert not Run.objects.exists()
+
+
+def test_the_upload_form_escapes_the_file_name(client: Client) -> None:
+    upload = io.BytesIO(b"x")
+    upload.name = "<img src=x onerror=alert(1)>.txt"
+    html = client.post("/imports/", {"archive": upload}).content.decode()
+    assert "&lt;img src=x onerror=alert(1)&gt;.txt: not a .zip" in html
