@@ -67,6 +67,12 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
+# Behind HTTPS (directly or via a proxy that sets X-Forwarded-Proto): cookies only over HTTPS.
+EVALSITE_HTTPS = env_bool("EVALSITE_HTTPS", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = EVALSITE_HTTPS
+if EVALSITE_HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
