@@ -7,14 +7,15 @@ so every figure a person reads comes from the same code, with its interval and v
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import F
+from django.db.models import F, QuerySet
 
 from grading.models import AssertionResult
 
@@ -120,26 +121,118 @@ def summarise_iterations(iterations: Sequence[Iteration]) -> dict[int, Iteration
 
 @dataclass
 class _Cell:
-    """Running totals of one condition of one iteration, over its evals' aggregate rows."""
+    """One condition of one iteration: totals over its evals' aggregate rows."""
 
     name: str
     role: str
     loads_skill: bool
     position: int
-    per_eval: dict[str, float] = field(default_factory=dict)
-    runs: int = 0
-    graded: int = 0
-    errored: int = 0
-    invoked: int = 0  # evals that should trigger: meta verdict, else transcript
-    checked: int = 0
-    positive_evals: int = 0
-    false_triggers: int = 0  # negative evals: Skill calls in the transcript
-    negative_checked: int = 0
-    negative_evals: int = 0
-    tokens: float = 0.0
-    tokens_n: int = 0
-    duration: float = 0.0
-    duration_n: int = 0
+    per_eval: dict[str, float]
+    runs: int
+    graded: int
+    errored: int
+    invoked: int  # evals that should trigger: meta verdict, else transcript
+    checked: int
+    positive_evals: int
+    false_triggers: int  # negative evals: Skill calls in the transcript
+    negative_checked: int
+    negative_evals: int
+    tokens: float
+    tokens_n: int
+    duration: float
+    duration_n: int
+
+    @classmethod
+    def from_rows(
+        cls,
+        condition: tuple[str, str, bool, int],
+        rows: list[tuple[Any, ...]],
+        triggers: dict[int, bool],
+    ) -> _Cell:
+        """Fold the condition's cell_aggregates rows (CELL_FIELDS), a column at a time.
+
+        Column-wise sums run in C; a Python loop over every row cost as much as the query.
+        """
+        (
+            _, _, eval_ids, case_ids, runs, graded, pass_sums, errored, _, invoked,
+            invocation_n, called, called_n, tokens, tokens_n, duration, duration_n,
+        ) = zip(*rows, strict=True)  # fmt: skip
+        should = [triggers[case_id] for case_id in case_ids]
+        positive = [i for i, trigger in enumerate(should) if trigger]
+        negative = [i for i, trigger in enumerate(should) if not trigger]
+        return cls(
+            *condition,
+            # Rows in fetch order: a later row of the same eval wins, as it always has.
+            per_eval={
+                e: float(p) / g for e, g, p in zip(eval_ids, graded, pass_sums, strict=True) if g
+            },
+            runs=sum(runs),
+            graded=sum(graded),
+            errored=sum(errored),
+            invoked=sum(invoked[i] if invocation_n[i] else called[i] for i in positive),
+            checked=sum(invocation_n[i] or called_n[i] for i in positive),
+            positive_evals=len(positive),
+            false_triggers=sum(called[i] for i in negative),
+            negative_checked=sum(called_n[i] for i in negative),
+            negative_evals=len(negative),
+            # Whole numbers summed exactly (PostgreSQL's sums of bigints are Decimals).
+            tokens=float(sum(filter(None, tokens))),
+            tokens_n=sum(tokens_n),
+            duration=float(sum(filter(None, duration))),
+            duration_n=sum(duration_n),
+        )
+
+
+def _cells_of(ids: list[int]) -> QuerySet:
+    return Run.objects.filter(iteration_id__in=ids).cell_aggregates()
+
+
+def _conditions_of(ids: list[int]) -> QuerySet:
+    return Condition.objects.filter(iteration_id__in=ids).values_list(
+        "pk", "name", "role", "loads_skill", "position"
+    )
+
+
+def _cases(ids: list[int]) -> QuerySet:
+    return EvalCase.objects.filter(pk__in=ids).values_list("pk", "skill_should_trigger", "weight")
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(
+    build: Callable[[list[int]], QuerySet], vendor: str, count: int
+) -> tuple[str, tuple[Any, ...]] | None:
+    """The SQL of build(ids) for `count` ids and its params before the ids, or None.
+
+    Building and compiling the cell aggregates' queryset costs a third of running it on
+    SQLite, and the SQL depends only on how many ids there are. Stand-in ids (no primary
+    key is negative) show where the ids go; when they are not the trailing params, the
+    caller compiles each time instead.
+    """
+    stand_ins = list(range(-count, 0))
+    sql, params = build(stand_ins).query.sql_with_params()
+    lead = len(params) - count
+    if list(params[lead:]) != stand_ins:
+        return None
+    return sql, tuple(params[:lead])
+
+
+def _fetch(build: Callable[[list[int]], QuerySet], ids: Iterable[int]) -> list[tuple[Any, ...]]:
+    """The rows of build(ids) as plain tuples, without Django's per-value converters.
+
+    Per-value converters cost more than the cell aggregates' query itself on 1,000+ rows,
+    and these are plain counts, sums, names and flags.
+    """
+    ids = list(ids)
+    if not ids:
+        return []
+    compiled = _compiled(build, connection.vendor, len(ids))
+    if compiled is None:
+        sql, params = build(ids).query.sql_with_params()
+    else:
+        sql, params = compiled[0], (*compiled[1], *ids)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
 
 
 def _compute_summaries(iterations: Sequence[Iteration]) -> dict[int, IterationSummary]:
@@ -147,66 +240,33 @@ def _compute_summaries(iterations: Sequence[Iteration]) -> dict[int, IterationSu
 
     One GROUP BY gives the cells; the conditions' and evals' own attributes (name, role,
     position; trigger expectation, weight) come once each rather than in every cell row.
-    The rows are folded into per-condition totals in one pass: at a skill's 20 iterations ×
-    30 evals, per-row dictionaries cost as much as the query.
     """
     by_id = {it.pk: it for it in iterations}
-    # Django writes the SQL; the rows are fetched raw: per-value converters cost more than
-    # the query itself on 1,000+ rows, and these are plain counts and sums.
-    sql, params = (
-        Run.objects.filter(iteration_id__in=by_id).cell_aggregates().query.sql_with_params()
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        fetched = cursor.fetchall()
+    fetched = _fetch(_cells_of, by_id)
     conditions = {
-        pk: (name, role, loads, position)
-        for pk, name, role, loads, position in Condition.objects.filter(
-            iteration_id__in=by_id
-        ).values_list("pk", "name", "role", "loads_skill", "position")
+        pk: (name, role, bool(loads), position)
+        for pk, name, role, loads, position in _fetch(_conditions_of, by_id)
     }
-    cases = {
-        pk: (bool(trigger), float(weight))
-        for pk, trigger, weight in EvalCase.objects.filter(
-            pk__in={row[3] for row in fetched}
-        ).values_list("pk", "skill_should_trigger", "weight")
-    }
-    cells: dict[int, dict[int, _Cell]] = defaultdict(dict)
+    triggers: dict[int, bool] = {}
+    case_weights: dict[int, float] = {}
+    for pk, trigger, weight in _fetch(_cases, {row[3] for row in fetched}):
+        triggers[pk], case_weights[pk] = bool(trigger), float(weight)
     weights: dict[int, dict[str, float]] = defaultdict(dict)
     zero: dict[int, set[str]] = defaultdict(set)
-    for (
-        iteration_id, condition_id, eval_id, case_id, runs, graded, pass_sum, errored,
-        zero_assertions, invoked, invocation_n, called, called_n, tokens, tokens_n,
-        duration, duration_n,
-    ) in fetched:  # fmt: skip
-        cell = cells[iteration_id].get(condition_id)
-        if cell is None:
-            cell = cells[iteration_id][condition_id] = _Cell(*conditions[condition_id])
-        should_trigger, weights[iteration_id][eval_id] = cases[case_id]
-        if graded:
-            cell.per_eval[eval_id] = float(pass_sum) / graded
-        if zero_assertions:
+    groups: dict[tuple[int, int], list[tuple[Any, ...]]] = defaultdict(list)
+    for row in fetched:
+        iteration_id, condition_id, eval_id, case_id = row[:4]
+        weights[iteration_id][eval_id] = case_weights[case_id]
+        if row[8]:  # zero_assertions
             zero[iteration_id].add(eval_id)
-        cell.runs += runs
-        cell.graded += graded
-        cell.errored += errored
-        if should_trigger:
-            cell.positive_evals += 1
-            cell.invoked += invoked if invocation_n else called
-            cell.checked += invocation_n or called_n
-        else:
-            cell.negative_evals += 1
-            cell.false_triggers += called
-            cell.negative_checked += called_n
-        # PostgreSQL sums bigints as Decimal.
-        cell.tokens += float(tokens or 0)
-        cell.tokens_n += tokens_n
-        cell.duration += float(duration or 0)
-        cell.duration_n += duration_n
+        groups[iteration_id, condition_id].append(row)
+    cells: dict[int, list[_Cell]] = defaultdict(list)
+    for (iteration_id, condition_id), rows in groups.items():
+        cells[iteration_id].append(_Cell.from_rows(conditions[condition_id], rows, triggers))
     return {
         pk: _summary(
             iteration,
-            sorted(cells[pk].values(), key=lambda c: (c.position, c.name)),
+            sorted(cells[pk], key=lambda c: (c.position, c.name)),
             weights[pk],
             zero[pk],
         )

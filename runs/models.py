@@ -94,19 +94,31 @@ class EvalCase(models.Model):
         return f"{self.skill.name}/{self.eval_id} ({self.fingerprint[:8]})"
 
 
+#: An iteration's recorded documents: large, and shown only on its own page.
+LARGE_ITERATION_FIELDS = (
+    "recorded_benchmark",
+    "recorded_aggregates",
+    "provenance",
+    "skill_snapshot",
+    "notes",
+    "findings",
+    "extra",
+)
+
+
 class IterationQuerySet(models.QuerySet):
     def light(self) -> IterationQuerySet:
         """Iterations without their large recorded documents, for lists and trends."""
-        return self.select_related("skill").defer(
-            "recorded_benchmark",
-            "recorded_aggregates",
-            "provenance",
-            "skill_snapshot",
-            "notes",
-            "findings",
-            "extra",
-            "skill__notes",
+        return self.select_related("skill").defer(*LARGE_ITERATION_FIELDS, "skill__notes")
+
+    def trend_of(self, skill: Skill) -> list[Iteration]:
+        """The skill's iterations, oldest first, light, each holding `skill` (no join)."""
+        iterations = list(
+            self.filter(skill=skill).defer(*LARGE_ITERATION_FIELDS).order_by("number")
         )
+        for iteration in iterations:
+            iteration.skill = skill
+        return iterations
 
 
 class Iteration(models.Model):
@@ -231,22 +243,24 @@ class RunQuerySet(models.QuerySet):
         eval's own attributes are not grouped on: the caller fetches them once each. A
         covering index on runs (Meta.indexes) keeps this off the transcripts' pages.
         """
-        counted = ~models.Q(status=RunStatus.ERRORED) & models.Q(grading__isnull=False)
+        # Aggregates over a grading's columns skip runs without one (LEFT JOIN NULLs), and
+        # COUNT(column) counts non-null values: fewer conditions to evaluate on every row.
+        counted = ~models.Q(status=RunStatus.ERRORED)
         return (
             self.order_by()
             .values("iteration_id", "condition_id", "eval_id", "eval_case_id")
             .annotate(
                 runs=models.Count("id"),
-                graded=models.Count("id", filter=counted),
+                graded=models.Count("grading", filter=counted),
                 pass_sum=models.Sum("grading__pass_rate", filter=counted),
                 errored=models.Count("id", filter=models.Q(status=RunStatus.ERRORED)),
-                zero_assertions=models.Count("id", filter=counted & models.Q(grading__total=0)),
-                invoked=models.Count("id", filter=models.Q(grading__skill_invoked=True)),
-                invocation_n=models.Count(
-                    "id", filter=models.Q(grading__skill_invoked__isnull=False)
+                zero_assertions=models.Count(
+                    "grading", filter=counted & models.Q(grading__total=0)
                 ),
+                invoked=models.Count("id", filter=models.Q(grading__skill_invoked=True)),
+                invocation_n=models.Count("grading__skill_invoked"),
                 called=models.Count("id", filter=models.Q(skill_called=True)),
-                called_n=models.Count("id", filter=models.Q(skill_called__isnull=False)),
+                called_n=models.Count("skill_called"),
                 tokens_sum=models.Sum("total_tokens"),
                 tokens_n=models.Count("total_tokens"),
                 duration_sum=models.Sum("duration_ms"),
@@ -316,6 +330,8 @@ class Run(models.Model):
             models.Index(fields=["eval_case"]),
             # Covers cell_aggregates: SQLite keeps the transcripts inline in each run's row,
             # and reading them to reach the timing columns made a skill's trend 10x slower.
+            # PostgreSQL also needs the id (the join to gradings) in the index for an
+            # index-only scan; SQLite has it already (the rowid) and ignores `include`.
             models.Index(
                 fields=[
                     "iteration",
@@ -327,6 +343,7 @@ class Run(models.Model):
                     "duration_ms",
                     "skill_called",
                 ],
+                include=["id"],
                 name="run_cells_covering",
             ),
         ]

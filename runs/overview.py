@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -96,13 +97,27 @@ def sort_rows(rows: list[SkillRow], sort: str) -> list[SkillRow]:
 
 def trend_points(skill: Skill) -> tuple[list[charts.TrendPoint], list[IterationSummary]]:
     """A point per iteration of the skill (oldest first) and the summaries behind them."""
-    iterations = list(Iteration.objects.filter(skill=skill).light().order_by("number"))
+    iterations = Iteration.objects.trend_of(skill)
     summaries = summarise_iterations(iterations)
     ordered = [summaries[it.pk] for it in iterations]
-    return [_point(s) for s in ordered], ordered
+    url = _iteration_urls(skill.name)
+    return [_point(s, url(s.iteration.number)) for s in ordered], ordered
 
 
-def _point(summary: IterationSummary) -> charts.TrendPoint:
+def _iteration_urls(skill: str) -> Callable[[int], str]:
+    """number → the iteration page's URL, from one reverse() for all of a skill's iterations.
+
+    reverse() is most of the cost of a trend point; the number is the URL's last segment,
+    so it is swapped into one reversed URL (or, should the URL change shape, each reversed).
+    """
+    sample = reverse("runs:iteration", args=[skill, 0])
+    if not sample.endswith("/0/"):
+        return lambda number: reverse("runs:iteration", args=[skill, number])
+    prefix = sample[:-2]
+    return lambda number: f"{prefix}{number}/"
+
+
+def _point(summary: IterationSummary, url: str) -> charts.TrendPoint:
     iteration = summary.iteration
     conditions = tuple(
         charts.ConditionPoint.from_stats(
@@ -122,5 +137,5 @@ def _point(summary: IterationSummary) -> charts.TrendPoint:
         conditions=conditions,
         delta=charts.DeltaPoint.from_paired(summary.delta),
         significant=bool(summary.delta and summary.delta.significant),
-        url=reverse("runs:iteration", args=[iteration.skill.name, iteration.number]),
+        url=url,
     )

@@ -126,18 +126,26 @@ def mean_interval(
     n = len(values)
     if n == 0:
         return None
+    if weights is not None:
+        if len(weights) != n:
+            raise ValueError("values and weights differ in length")
+        if list(weights).count(1.0) == n:
+            weights = None  # the usual case; multiplying by 1.0 changes no bit
+        elif any(w <= 0 for w in weights):
+            raise ValueError("weights must be positive")
     if weights is None:
-        weights = [1.0] * n
-    if len(weights) != n:
-        raise ValueError("values and weights differ in length")
-    if any(w <= 0 for w in weights):
-        raise ValueError("weights must be positive")
-    total = math.fsum(weights)
-    mean = math.fsum(w * x for w, x in zip(weights, values, strict=True)) / total
-    mean = _clip(mean, bounds)
+        total = float(n)
+        mean = _clip(math.fsum(values) / total, bounds)
+    else:
+        total = math.fsum(weights)
+        mean = math.fsum([w * x for w, x in zip(weights, values, strict=True)]) / total
+        mean = _clip(mean, bounds)
     if n < 2:
         return Estimate(mean, n, None, None)
-    spread = math.fsum(w * w * (x - mean) ** 2 for w, x in zip(weights, values, strict=True))
+    if weights is None:
+        spread = math.fsum([(x - mean) ** 2 for x in values])
+    else:
+        spread = math.fsum([w * w * (x - mean) ** 2 for w, x in zip(weights, values, strict=True)])
     se = math.sqrt(n / (n - 1) * spread) / total
     interval = t_interval(mean, se, n - 1, confidence=confidence, bounds=bounds)
     return Estimate(mean, n, se, interval)

@@ -104,7 +104,10 @@ def per_eval_scores(runs: Iterable[RunRow], condition: str) -> dict[str, float]:
 
 def _weights_for(eval_ids: Iterable[str], weights: Mapping[str, float] | None) -> list[float]:
     # An eval without a declared weight weighs 1.0, the SWL default.
-    return [1.0 if weights is None else float(weights.get(e, 1.0)) for e in eval_ids]
+    if weights is None:
+        return [1.0 for _ in eval_ids]
+    get = weights.get
+    return [float(get(e, 1.0)) for e in eval_ids]
 
 
 def condition_score(
