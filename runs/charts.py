@@ -1,7 +1,10 @@
 """Trend charts for a skill's page (SPEC §5), as pure functions from plain rows to figures.
 
 Each `*_figure` function takes `TrendPoint`s (one per iteration) and returns a plotly figure
-as a JSON-safe dict, ready for `{{ figure|json_script:"id" }}` and `static/js/charts.js`.
+as a JSON-safe dict, ready for `{{ figure|json_script:"id" }}` and `static/js/charts.js`. The
+dicts are built directly, exactly as plotly's `go.Figure(...).to_json()` would write them
+(tests/runs/test_charts.py validates every figure through plotly): building `go.Figure`s
+on every request cost more than the rest of the skill page.
 
 Text that comes from users or agents (iteration labels, condition names) goes in only as
 trace data (names, tick text, customdata), never spliced into a hover template; it is
@@ -17,9 +20,6 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
-
-import plotly.graph_objects as go
-import plotly.io as pio
 
 from .stats.intervals import Interval
 from .stats.rows import condition_role
@@ -116,11 +116,10 @@ class TrendPoint:
     url: str = ""
 
 
-def figure_json(figure: go.Figure | Mapping[str, Any]) -> str:
+def figure_json(figure: Mapping[str, Any]) -> str:
     """Return the figure as JSON that is safe inside a <script> element."""
-    text = pio.to_json(figure, validate=False)
-    # plotly's encoder escapes < > / today; do it here too so safety does not hang on the
-    # engine (orjson or json) or version. These characters only occur inside JSON strings.
+    text = json.dumps(figure)
+    # These characters only occur inside JSON strings, where the escapes mean the same.
     return (
         text.replace("<", "\\u003c")
         .replace(">", "\\u003e")
@@ -154,10 +153,10 @@ def delta_trend_figure(points: Iterable[TrendPoint]) -> dict[str, Any]:
     """Return treatment − control per iteration with its interval; up means the skill helps."""
     ordered = _sorted(points)
     with_delta = [p for p in ordered if p.delta is not None]
-    traces: list[go.Scatter] = []
+    traces: list[dict[str, Any]] = []
     if with_delta:
         traces.append(
-            go.Scatter(
+            _scatter(
                 x=[p.number for p in ordered],
                 y=[p.delta.mean if p.delta else None for p in ordered],
                 mode="lines",
@@ -177,7 +176,7 @@ def delta_trend_figure(points: Iterable[TrendPoint]) -> dict[str, Any]:
         if not members:
             continue
         traces.append(
-            go.Scatter(
+            _scatter(
                 x=[p.number for p in members],
                 y=[p.delta.mean for p in members],
                 name=name,
@@ -221,7 +220,7 @@ def delta_trend_figure(points: Iterable[TrendPoint]) -> dict[str, Any]:
 def cost_trend_figure(points: Iterable[TrendPoint]) -> dict[str, Any]:
     """Return mean tokens (top) and mean duration (bottom) per condition across iterations."""
     ordered = _sorted(points)
-    traces: list[go.Scatter] = []
+    traces: list[dict[str, Any]] = []
     for name, colour in _condition_colours(ordered).items():
         rows = [(p, _condition(p, name)) for p in ordered]
         tokens = [c.mean_tokens if c else None for _, c in rows]
@@ -264,7 +263,7 @@ def _banded_trend(
     yaxis: dict[str, Any],
 ) -> dict[str, Any]:
     """A line per condition with a value, each with a shaded band between low and high."""
-    traces: list[go.Scatter] = []
+    traces: list[dict[str, Any]] = []
     for name, colour in _condition_colours(points).items():
         rows = [(p, pick(c) if (c := _condition(p, name)) else (None, None, None)) for p in points]
         if all(value is None for _, (value, _, _) in rows):
@@ -282,9 +281,9 @@ def _line(
     values: list[float | None],
     details: list[str],
     **extra: Any,
-) -> go.Scatter:
+) -> dict[str, Any]:
     """A condition's line across iterations; None leaves a gap, details are its hover lines."""
-    return go.Scatter(
+    return _scatter(
         x=[p.number for p in points],
         y=values,
         name=_text(name),
@@ -300,7 +299,7 @@ def _line(
 
 def _band(
     name: str, colour: str, bounds: list[tuple[int, float | None, float | None]]
-) -> go.Scatter:
+) -> dict[str, Any]:
     """One closed shape per run of iterations with an interval: highs forward, lows back."""
     xs: list[int | None] = []
     ys: list[float | None] = []
@@ -311,7 +310,7 @@ def _band(
             ys.append(None)
         xs += [bounds[i][0] for i, _ in run] + [bounds[i][0] for i, _ in reversed(run)]
         ys += [hi for _, (_, hi) in run] + [lo for _, (lo, _) in reversed(run)]
-    return go.Scatter(
+    return _scatter(
         x=xs,
         y=ys,
         name=_text(f"{name} 95% CI"),
@@ -330,7 +329,6 @@ def _layout(points: list[TrendPoint], *, yaxis: dict[str, Any]) -> dict[str, Any
     """The shared look: fixed height, small margins, category x axis "#3 iteration-3"."""
     numbers = [p.number for p in points]
     return {
-        "template": "none",
         "height": HEIGHT,
         "autosize": True,
         "margin": {"l": 56, "r": 12, "t": 32, "b": 44},
@@ -358,12 +356,17 @@ def _axis() -> dict[str, Any]:
     return dict(gridcolor=GRID, linecolor=GRID, zeroline=False, automargin=True, fixedrange=True)
 
 
-def _finish(traces: list[go.Scatter], layout: dict[str, Any]) -> dict[str, Any]:
-    """Validate through plotly and return plain JSON types, as json_script needs."""
+def _scatter(**properties: Any) -> dict[str, Any]:
+    """A scatter trace as plotly writes it: the properties given, then its type."""
+    return {**properties, "type": "scatter"}
+
+
+def _finish(traces: list[dict[str, Any]], layout: dict[str, Any]) -> dict[str, Any]:
+    """The figure: traces and layout, with the "none" template as plotly expands it."""
     if not traces:
         layout["annotations"] = [_note("No data yet", x=0.5, y=0.5, size=12)]
-    figure = go.Figure(data=traces, layout=layout)
-    return json.loads(pio.to_json(figure, validate=False))
+    layout["template"] = {"data": {"scatter": [{"type": "scatter"}]}}
+    return {"data": traces, "layout": layout}
 
 
 def _note(text: str, *, size: int = 11, **position: Any) -> dict[str, Any]:

@@ -280,6 +280,17 @@ class TestEveryFigure:
         if build is not delta_trend_figure:
             assert escaped in {t.get("name") for t in figure["data"]}
 
+    def test_plotly_validates_it_and_writes_it_back_unchanged(self, build):
+        # The figures are built as dicts, without plotly: plotly itself checks every
+        # property and must write the very same figure back.
+        import plotly.graph_objects as go
+        import plotly.io as pio
+
+        hostile = [point(1, ConditionPoint(HOSTILE, "other", 0.5, 0.4, 0.6), label=HOSTILE)]
+        for points in ([], THREE_ITERATIONS, hostile):
+            figure = build(points)
+            assert json.loads(pio.to_json(go.Figure(figure), validate=True)) == figure
+
 
 def strings(value: Any, key: str = "") -> list[tuple[str, str]]:
     """Every string in a figure, with the key it sits under."""
