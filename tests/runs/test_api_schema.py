@@ -6,11 +6,14 @@ bundled sample, through the WSGI application, inside the test's transaction.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 from schemathesis.checks import not_a_server_error, response_schema_conformance
@@ -26,7 +29,23 @@ schema.app = get_wsgi_application()
 
 
 @pytest.fixture
-def token(user, settings) -> str:
+def keep_connection() -> Iterator[None]:
+    """Keep the test's database connection across requests, as Django's test client does.
+
+    Schemathesis calls the WSGI application directly, and Django closes the connection when
+    a request starts and finishes, which would end the test's transaction (on PostgreSQL).
+    """
+    for signal in (request_started, request_finished):
+        signal.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        for signal in (request_started, request_finished):
+            signal.connect(close_old_connections)
+
+
+@pytest.fixture
+def token(user, settings, keep_connection: None) -> str:
     # Schemathesis' WSGI client calls the site "localhost".
     settings.ALLOWED_HOSTS = ["localhost", "testserver"]
     import_workspace([ROOT / "runs" / "sample"])
