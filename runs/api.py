@@ -9,7 +9,7 @@ from typing import Any
 
 from django.http import Http404, HttpRequest
 from django.urls import reverse
-from ninja import File, Query, Router, Schema, Status
+from ninja import File, Form, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 from ninja.pagination import LimitOffsetPagination, paginate
 from pydantic import Field
@@ -19,8 +19,8 @@ from grading.models import Review
 
 from . import stats
 from .analysis import ConditionSummary, IterationSummary, eval_magic_benchmark, summarise_iterations
-from .importing import ImportFailure
-from .importing.uploads import UploadTooLarge, import_upload
+from .importing import ImportFailure, ImportReport
+from .importing.uploads import UploadTooLarge, import_files, import_upload
 from .models import Iteration, Run, Skill
 from .reports import compare
 from .views import get_iteration, get_run, get_skill
@@ -547,8 +547,31 @@ class ErrorOut(Schema):
     summary="Import a workspace archive (.zip or .tar.gz): all of it, or nothing",
 )
 def create_import(request: HttpRequest, archive: File[UploadedFile]) -> Any:
+    return _imported(lambda: import_upload(archive))
+
+
+@router.post(
+    "/imports/files",
+    auth=WRITE_AUTH,
+    response={201: ImportOut, 400: ErrorOut, 413: ErrorOut},
+    summary="Import one iteration folder's files: each file with its relative path",
+    description=(
+        "Multipart: `files` (repeated) and `paths` (repeated, same order), e.g. "
+        "`my-skill/iteration-3/conditions.json`. An eval-magic iteration's skill is the "
+        "folder above `iteration-N`."
+    ),
+)
+def create_import_from_files(
+    request: HttpRequest, files: File[list[UploadedFile]], paths: Form[list[str]]
+) -> Any:
+    if len(paths) != len(files):
+        return Status(400, {"detail": f"paths: {len(paths)} paths for {len(files)} files"})
+    return _imported(lambda: import_files(list(zip(paths, files, strict=True))))
+
+
+def _imported(run_import: Callable[[], ImportReport]) -> Status:
     try:
-        report = import_upload(archive)
+        report = run_import()
     except UploadTooLarge as exc:
         return Status(413, {"detail": exc.message})
     except ImportFailure as exc:

@@ -1,10 +1,12 @@
-"""Importing an uploaded archive (the API's POST /api/imports and the web upload form)."""
+"""Importing uploads: an archive (POST /api/imports, the web form) or loose files with their
+relative paths (POST /api/imports/files)."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from pathlib import Path
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
@@ -48,3 +50,65 @@ def import_upload(upload: UploadedFile, *, dry_run: bool = False) -> ImportRepor
             raise
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def import_files(
+    files: Sequence[tuple[str, UploadedFile]], *, dry_run: bool = False
+) -> ImportReport:
+    """Import uploaded files placed at their relative paths, e.g. one iteration folder's files
+    sent as `<skill>/iteration-3/conditions.json`, `<skill>/iteration-3/eval-a/…`.
+
+    Paths must be relative and stay inside the upload (no `..`, no absolute paths, no
+    backslashes); the total size and the number of files have the archive limits.
+    """
+    if not files:
+        raise ImportFailure("no files uploaded", path="files")
+    if len(files) > settings.EVALSITE_ARCHIVE_MAX_FILES:
+        raise UploadTooLarge(
+            f"{len(files)} files is over the limit of {settings.EVALSITE_ARCHIVE_MAX_FILES}",
+            path="files",
+        )
+    total = sum(upload.size or 0 for _, upload in files)
+    if total > settings.EVALSITE_UPLOAD_MAX_BYTES:
+        raise UploadTooLarge(
+            f"{total} bytes is over the upload limit of {settings.EVALSITE_UPLOAD_MAX_BYTES} bytes",
+            path="files",
+        )
+    folder = Path(tempfile.mkdtemp(prefix="evalsite-upload-"))
+    try:
+        root = folder / "upload"
+        seen: set[PurePosixPath] = set()
+        for relative, upload in files:
+            target = _safe_relative(relative)
+            if target in seen:
+                raise ImportFailure("the same path is uploaded twice", path=relative)
+            seen.add(target)
+            path = root.joinpath(*target.parts)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("wb") as out:
+                for chunk in upload.chunks():
+                    out.write(chunk)
+        try:
+            return import_workspace([root], dry_run=dry_run)
+        except ImportFailure as exc:
+            exc.message = exc.message.replace(f"{root}/", "").replace(str(root), "upload")
+            exc.args = (exc.message,)
+            raise
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _safe_relative(relative: str) -> PurePosixPath:
+    path = PurePosixPath(relative)
+    if (
+        not relative
+        or "\\" in relative
+        or "\x00" in relative
+        or path.is_absolute()
+        or any(part in {"", ".", ".."} for part in relative.split("/"))
+        or len(path.parts) > 32
+    ):
+        raise ImportFailure(
+            "not a relative path inside the upload (no '..', no leading '/')", path=relative
+        )
+    return path

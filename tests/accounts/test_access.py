@@ -74,6 +74,7 @@ RULES: dict[str, tuple[str, str]] = {
     "api:run_detail": ("GET", "api-read"),
     "api:compare_iterations": ("GET", "api-read"),
     "api:create_import": ("POST", "api-write"),
+    "api:create_import_from_files": ("POST", "api-write"),
     "api:create_review": ("POST", "api-write"),
 }
 

@@ -253,3 +253,43 @@ def test_the_api_docs_are_served_from_this_server(client: Client) -> None:
     assert "/static/ninja/swagger-ui-bundle.js" in html
     assert "cdn" not in html.lower()
     assert client.get("/api/openapi.json").json()["info"]["title"] == "evalsite"
+
+
+def loose_files(folder: Path) -> dict[str, list]:
+    files, paths = [], []
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            data = io.BytesIO(path.read_bytes())
+            data.name = path.name
+            files.append(data)
+            paths.append(path.relative_to(folder.parent.parent).as_posix())
+    return {"files": files, "paths": paths}
+
+
+def test_one_iteration_folder_can_be_sent_as_files(api: Client, tmp_path: Path) -> None:
+    folder = eval_magic_iteration(tmp_path / "ws", label="iteration-7")
+    response = api.post("/api/imports/files", loose_files(folder))
+    assert response.status_code == 201, response.content
+    assert Iteration.objects.get().label == "iteration-7"
+    assert Iteration.objects.get().skill.name == "demo-skill"
+
+
+@pytest.mark.parametrize(
+    "bad", ["../outside/run.json", "/etc/passwd", "demo-skill/./x.json", "a\\\\b.json"]
+)
+def test_loose_files_must_stay_inside_the_upload(api: Client, tmp_path: Path, bad: str) -> None:
+    body = loose_files(eval_magic_iteration(tmp_path / "ws"))
+    body["paths"][0] = bad
+    before = counts()
+    response = api.post("/api/imports/files", body)
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith(f"{bad}: not a relative path inside the upload")
+    assert counts() == before
+
+
+def test_loose_files_need_one_path_each(api: Client, tmp_path: Path) -> None:
+    body = loose_files(eval_magic_iteration(tmp_path / "ws"))
+    body["paths"].pop()
+    response = api.post("/api/imports/files", body)
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith("paths: ")
