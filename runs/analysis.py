@@ -90,9 +90,16 @@ def _pick(conditions: list[ConditionSummary], role: str) -> ConditionSummary | N
 SUMMARY_CACHE_SECONDS = 24 * 3600
 
 
-def _cache_key(iteration: Iteration) -> str:
+def cache_stamp(iteration: Iteration | None) -> str:
+    """What changes whenever an iteration's data does (import, review): part of cache keys."""
+    if iteration is None:
+        return "-"
     stamp = iteration.updated_at.timestamp() if iteration.updated_at else 0
-    return f"evalsite:summary:v1:{iteration.pk}:{iteration.content_hash}:{stamp}"
+    return f"{iteration.pk}:{iteration.content_hash}:{stamp}"
+
+
+def _cache_key(iteration: Iteration) -> str:
+    return f"evalsite:summary:v1:{cache_stamp(iteration)}"
 
 
 def summarise_iterations(iterations: Sequence[Iteration]) -> dict[int, IterationSummary]:

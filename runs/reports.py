@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from django.core.cache import cache
 
 from . import stats
 from .analysis import (
     IterationSummary,
     assertion_outcomes,
+    cache_stamp,
     run_samples,
     summarise_iterations,
 )
-from .models import EvalCase, Iteration
+from .models import LARGE_ITERATION_FIELDS, EvalCase, Iteration
 
 #: Filters of the iteration page, in the order the form shows them.
 FILTERS = ("failures", "flaky", "changed")
@@ -43,13 +46,15 @@ class Cell:
 @dataclass
 class EvalRow:
     eval_id: str
-    case: EvalCase | None
     cells: list[Cell]
     treatment_score: float | None
     delta: float | None
     zero_assertions: bool
     previous_treatment: float | None
     is_new: bool
+    #: The definition's tags, and whether it expects the skill not to trigger.
+    tags: list[str] = field(default_factory=list)
+    negative: bool = False
 
     @property
     def failures(self) -> bool:
@@ -63,10 +68,6 @@ class EvalRow:
     def changed(self) -> bool:
         """New since the previous iteration, or its treatment score moved."""
         return self.is_new or self.treatment_score != self.previous_treatment
-
-    @property
-    def tags(self) -> list[str]:
-        return list(self.case.tags) if self.case else []
 
 
 @dataclass
@@ -93,13 +94,33 @@ class IterationDetail:
         return rows
 
 
+#: An iteration page's data is a pure function of its iteration and the one before, which
+#: change only when saved (import, review): their stamps key the cache.
+DETAIL_CACHE_SECONDS = 24 * 3600
+
+
 def iteration_detail(iteration: Iteration) -> IterationDetail:
     """Everything the iteration page shows: summary, matrix, assertion analysis."""
     previous = (
         Iteration.objects.filter(skill_id=iteration.skill_id, number__lt=iteration.number)
+        .defer(*LARGE_ITERATION_FIELDS)
         .order_by("-number")
         .first()
     )
+    key = f"evalsite:detail:v1:{cache_stamp(iteration)}:{cache_stamp(previous)}"
+    cached = cache.get(key)
+    if cached is not None:
+        # Cached without model instances; the caller holds them already.
+        return replace(
+            cached, summary=replace(cached.summary, iteration=iteration), previous=previous
+        )
+    detail = _iteration_detail(iteration, previous)
+    stripped = replace(detail, summary=replace(detail.summary, iteration=None), previous=None)
+    cache.set(key, stripped, DETAIL_CACHE_SECONDS)
+    return detail
+
+
+def _iteration_detail(iteration: Iteration, previous: Iteration | None) -> IterationDetail:
     summaries = summarise_iterations([iteration, *([previous] if previous else [])])
     summary = summaries[iteration.pk]
     samples = run_samples(iteration)
@@ -108,6 +129,7 @@ def iteration_detail(iteration: Iteration) -> IterationDetail:
     treatment = summary.treatment.name if summary.treatment else None
     control = summary.control.name if summary.control else None
 
+    # Counted once: the flaky list and the assertion classes both read these tallies.
     tallies = stats.assertion_tallies(outcomes)
     flaky = [t for t in tallies if t.flaky]
     flaky_by_cell: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -128,8 +150,13 @@ def iteration_detail(iteration: Iteration) -> IterationDetail:
     previous_scores: dict[str, float] = {}
     if previous and (prev := summaries[previous.pk]).treatment and prev.treatment.score:
         previous_scores = dict(prev.treatment.score.per_eval)
+    # eval id → (tags, negative) of its definition; the latest version wins, as before.
     cases = {
-        case.eval_id: case for case in EvalCase.objects.filter(runs__iteration=iteration).distinct()
+        eval_id: (list(tags), not should_trigger)
+        for eval_id, tags, should_trigger in EvalCase.objects.filter(runs__iteration=iteration)
+        .order_by("eval_id", "created_at")
+        .values_list("eval_id", "tags", "skill_should_trigger")
+        .distinct()
     }
     rows = []
     for eval_id in summary.evals:
@@ -137,16 +164,18 @@ def iteration_detail(iteration: Iteration) -> IterationDetail:
         by_name = {c.condition: c for c in row_cells}
         t = by_name[treatment].score if treatment else None
         c = by_name[control].score if control else None
+        tags, negative = cases.get(eval_id, ([], False))
         rows.append(
             EvalRow(
                 eval_id=eval_id,
-                case=cases.get(eval_id),
                 cells=row_cells,
                 treatment_score=t,
                 delta=t - c if t is not None and c is not None else None,
                 zero_assertions=eval_id in summary.zero_assertion_evals,
                 previous_treatment=previous_scores.get(eval_id),
                 is_new=previous is not None and eval_id not in previous_scores,
+                tags=tags,
+                negative=negative,
             )
         )
 
@@ -154,8 +183,8 @@ def iteration_detail(iteration: Iteration) -> IterationDetail:
     if treatment and control:
         classes = {
             str(k): v
-            for k, v in stats.assertion_classes(
-                outcomes, treatment=treatment, control=control
+            for k, v in stats.classes_of_tallies(
+                tallies, treatment=treatment, control=control
             ).items()
         }
     repeated = {}
@@ -165,7 +194,7 @@ def iteration_detail(iteration: Iteration) -> IterationDetail:
             score = stats.repeated_run_score(samples, name, k=min(runs_per_eval))
             if score:
                 repeated[name] = score
-    tags = sorted({tag for case in cases.values() for tag in case.tags})
+    tags = sorted({tag for tags, _ in cases.values() for tag in tags})
     return IterationDetail(summary, previous, conditions, rows, classes, flaky, repeated, tags)
 
 

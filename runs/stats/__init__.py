@@ -13,7 +13,9 @@ from .assertions import (
     AssertionTally,
     assertion_classes,
     assertion_tallies,
+    classes_of_tallies,
     classify_assertions,
+    classify_tallies,
     flaky_assertions,
 )
 from .benchmark import (
@@ -109,7 +111,9 @@ __all__ = [
     "assertion_tallies",
     "benchmark_disagreements",
     "build_benchmark",
+    "classes_of_tallies",
     "classify_assertions",
+    "classify_tallies",
     "compare_iterations",
     "comparison_warnings",
     "condition_delta",

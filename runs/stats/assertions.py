@@ -93,8 +93,15 @@ def classify_assertions(
     outcomes: Iterable[OutcomeRow], *, treatment: str, control: str
 ) -> list[AssertionContrast]:
     """Return every assertion seen in either arm with its AssertionClass, by eval and id."""
+    return classify_tallies(assertion_tallies(outcomes), treatment=treatment, control=control)
+
+
+def classify_tallies(
+    tallies: Iterable[AssertionTally], *, treatment: str, control: str
+) -> list[AssertionContrast]:
+    """`classify_assertions` from `assertion_tallies` already counted, to count only once."""
     cells: dict[tuple[str, str], dict[str, AssertionTally]] = defaultdict(dict)
-    for tally in assertion_tallies(outcomes):
+    for tally in tallies:
         if tally.condition in (treatment, control):
             cells[(tally.eval_id, tally.assertion_id)][tally.condition] = tally
     contrasts = []
@@ -108,7 +115,14 @@ def assertion_classes(
     outcomes: Iterable[OutcomeRow], *, treatment: str, control: str
 ) -> dict[AssertionClass, list[AssertionContrast]]:
     """Return the contrasts grouped by class, every class present (possibly empty)."""
+    return classes_of_tallies(assertion_tallies(outcomes), treatment=treatment, control=control)
+
+
+def classes_of_tallies(
+    tallies: Iterable[AssertionTally], *, treatment: str, control: str
+) -> dict[AssertionClass, list[AssertionContrast]]:
+    """`assertion_classes` from `assertion_tallies` already counted, to count only once."""
     groups: dict[AssertionClass, list[AssertionContrast]] = {k: [] for k in AssertionClass}
-    for contrast in classify_assertions(outcomes, treatment=treatment, control=control):
+    for contrast in classify_tallies(tallies, treatment=treatment, control=control):
         groups[contrast.category].append(contrast)
     return groups
