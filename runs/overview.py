@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Q
+from django.core.cache import cache
+from django.db.models import Count, Max, Q
 from django.urls import reverse
 
 from . import charts
@@ -42,8 +44,29 @@ class SkillRow:
         return self.summary.delta.mean if self.summary and self.summary.delta else None
 
 
+#: The overview is a pure function of skills and iterations, which change only when saved
+#: (import, review): their counts and latest updated_at key the cache.
+OVERVIEW_CACHE_SECONDS = 24 * 3600
+
+
 def skill_rows(*, query: str = "") -> list[SkillRow]:
     """Every skill (matching `query` in its name or description) with its latest results."""
+    stamp = Skill.objects.aggregate(
+        n_skills=Count("id", distinct=True),
+        skills_at=Max("updated_at"),
+        n_iterations=Count("iterations", distinct=True),
+        iterations_at=Max("iterations__updated_at"),
+    )
+    text = repr(sorted(stamp.items())) + query
+    key = f"evalsite:overview:v1:{hashlib.sha256(text.encode()).hexdigest()}"
+    rows = cache.get(key)
+    if rows is None:
+        rows = _skill_rows(query)
+        cache.set(key, rows, OVERVIEW_CACHE_SECONDS)
+    return rows
+
+
+def _skill_rows(query: str) -> list[SkillRow]:
     skills = Skill.objects.order_by("name")
     if query:
         skills = skills.filter(Q(name__icontains=query) | Q(description__icontains=query))

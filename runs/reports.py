@@ -81,6 +81,18 @@ class IterationDetail:
     repeated: dict[str, stats.RepeatedRunScore]
     tags: list[str]
 
+    @property
+    def flaky_lines(self) -> list[tuple[str, str]]:
+        """(assertion id, "in <eval> / <condition>: passed p of n runs") per flaky tally.
+
+        One line of text each: the list runs to hundreds of items, and five template
+        lookups (two of them localised numbers) per item were a third of the page.
+        """
+        return [
+            (t.assertion_id, f"in {t.eval_id} / {t.condition}: passed {t.passed} of {t.runs} runs")
+            for t in self.flaky
+        ]
+
     def filtered(
         self, *, tag: str = "", only: set[str] | frozenset[str] = frozenset()
     ) -> list[EvalRow]:
