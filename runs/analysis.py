@@ -195,13 +195,20 @@ def _cells_of(ids: list[int]) -> QuerySet:
 
 
 def _conditions_of(ids: list[int]) -> QuerySet:
-    return Condition.objects.filter(iteration_id__in=ids).values_list(
-        "pk", "name", "role", "loads_skill", "position"
+    # No ORDER BY: the caller looks rows up by id.
+    return (
+        Condition.objects.filter(iteration_id__in=ids)
+        .order_by()
+        .values_list("pk", "name", "role", "loads_skill", "position")
     )
 
 
 def _cases(ids: list[int]) -> QuerySet:
-    return EvalCase.objects.filter(pk__in=ids).values_list("pk", "skill_should_trigger", "weight")
+    return (
+        EvalCase.objects.filter(pk__in=ids)
+        .order_by()
+        .values_list("pk", "skill_should_trigger", "weight")
+    )
 
 
 @functools.lru_cache(maxsize=256)
