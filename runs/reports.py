@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.core.cache import cache
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString, mark_safe
 
 from . import stats
 from .analysis import (
@@ -42,6 +44,43 @@ class Cell:
     def missing(self) -> int:
         return self.runs - self.graded - self.errored
 
+    @property
+    def html(self) -> SafeString:
+        """The matrix's <td> for this cell, escaped. Built here rather than in a template
+        loop: an iteration's matrix has 60+ cells, and looping over them in the template
+        cost a third of the page."""
+        score = self.score
+        shown = (
+            format_html(
+                '<span class="score" style="--s: {}">{}</span>', f"{score:.3f}", f"{score:.2f}"
+            )
+            if score is not None
+            else mark_safe('<span class="muted">–</span>')
+        )
+        missing = errored = flaky = ""
+        if self.missing:
+            missing = format_html(
+                '<span class="badge warn" title="runs without grading.json">{} ungraded</span>',
+                self.missing,
+            )
+        if self.errored:
+            errored = format_html('<span class="badge bad">{} errored</span>', self.errored)
+        if self.flaky:
+            flaky = format_html(
+                '<span class="badge flaky" title="flaky: {}">flaky</span>', ", ".join(self.flaky)
+            )
+        return format_html(
+            '\n      <td class="cell">\n        {}\n        <span class="muted small">{}/{} run{}'
+            "</span>\n        {}\n        {}\n        {}\n      </td>\n      ",
+            shown,
+            self.graded,
+            self.runs,
+            "" if self.runs == 1 else "s",
+            missing,
+            errored,
+            flaky,
+        )
+
 
 @dataclass
 class EvalRow:
@@ -55,6 +94,10 @@ class EvalRow:
     #: The definition's tags, and whether it expects the skill not to trigger.
     tags: list[str] = field(default_factory=list)
     negative: bool = False
+
+    @property
+    def cells_html(self) -> SafeString:
+        return mark_safe("".join(cell.html for cell in self.cells))  # each escaped already
 
     @property
     def failures(self) -> bool:
@@ -82,16 +125,14 @@ class IterationDetail:
     tags: list[str]
 
     @property
-    def flaky_lines(self) -> list[tuple[str, str]]:
-        """(assertion id, "in <eval> / <condition>: passed p of n runs") per flaky tally.
-
-        One line of text each: the list runs to hundreds of items, and five template
-        lookups (two of them localised numbers) per item were a third of the page.
-        """
-        return [
-            (t.assertion_id, f"in {t.eval_id} / {t.condition}: passed {t.passed} of {t.runs} runs")
-            for t in self.flaky
-        ]
+    def flaky_items(self) -> SafeString:
+        """The flaky list's <li> items, escaped: it runs to hundreds of items, and a
+        template loop over them was a third of the page's rendering."""
+        return format_html_join(
+            "",
+            "<li><code>{}</code> in {} / {}: passed {} of {} runs</li>",
+            ((t.assertion_id, t.eval_id, t.condition, t.passed, t.runs) for t in self.flaky),
+        )
 
     def filtered(
         self, *, tag: str = "", only: set[str] | frozenset[str] = frozenset()
