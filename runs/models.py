@@ -168,7 +168,11 @@ class Iteration(models.Model):
             models.UniqueConstraint(fields=["skill", "number"], name="iteration_unique_number"),
             models.UniqueConstraint(fields=["skill", "source_key"], name="iteration_unique_source"),
         ]
-        indexes = [models.Index(fields=["skill", "generated_at"])]
+        indexes = [
+            models.Index(fields=["skill", "generated_at"]),
+            # The cheap query that keys cached pages: count and latest save, per skill or all.
+            models.Index(fields=["skill", "updated_at"], name="iteration_skill_updated"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.skill.name} #{self.number} ({self.label})"

@@ -7,15 +7,20 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.core.cache import cache
 from django.db.models import Count, Max, Q
+from django.template.defaultfilters import date as date_filter
 from django.urls import reverse
+from django.utils.safestring import SafeString, mark_safe
+from django.utils.timezone import template_localtime
 
 from . import charts
-from .analysis import IterationSummary, summarise_iterations
+from .analysis import ConditionSummary, IterationSummary, summarise_iterations
 from .models import Iteration, Skill
 from .sparklines import sparkline_svg
+from .templatetags.evalsite import delta, interval, percent, score, tokens
 
 #: How many recent iterations the overview's sparkline shows.
 SPARKLINE_ITERATIONS = 10
@@ -162,3 +167,81 @@ def _point(summary: IterationSummary, url: str) -> charts.TrendPoint:
         significant=bool(summary.delta and summary.delta.significant),
         url=url,
     )
+
+
+#: The skill page's data changes only when one of its iterations is saved (import, review).
+SKILL_CACHE_SECONDS = 24 * 3600
+CHARTS = {
+    "score": charts.score_trend_figure,
+    "delta": charts.delta_trend_figure,
+    "invocation": charts.invocation_trend_figure,
+    "cost": charts.cost_trend_figure,
+}
+
+
+def skill_trends(skill: Skill) -> tuple[list[dict[str, Any]], dict[str, SafeString]]:
+    """The skill page's iteration table (newest first) and its charts as <script>-safe JSON.
+
+    Cached under the skill's iterations' count and latest save (one indexed query), so a
+    repeated view renders strings: the table's numbers, dates and links are formatted here
+    once, exactly as its template filters would, instead of through template lookups on
+    every view.
+    """
+    stamp = Iteration.objects.filter(skill=skill).aggregate(n=Count("id"), at=Max("updated_at"))
+    at = stamp["at"].timestamp() if stamp["at"] else 0
+    key = f"evalsite:skill:v1:{skill.pk}:{skill.name}:{stamp['n']}:{at}"
+    cached = cache.get(key)
+    if cached is None:
+        points, summaries = trend_points(skill)
+        figures = {}
+        if points:
+            figures = {name: charts.figure_json(build(points)) for name, build in CHARTS.items()}
+        url = _iteration_urls(skill.name)
+        rows = [_table_row(s, url(s.iteration.number)) for s in reversed(summaries)]
+        cached = (rows, figures)
+        cache.set(key, cached, SKILL_CACHE_SECONDS)
+    rows, figures = cached
+    # The JSON escapes < > & (charts.figure_json): safe inside <script>.
+    return rows, {name: mark_safe(text) for name, text in figures.items()}
+
+
+def _table_row(summary: IterationSummary, url: str) -> dict[str, Any]:
+    """One iteration's cells of the skill page's table, as display strings."""
+    it, t, c, d = summary.iteration, summary.treatment, summary.control, summary.delta
+    generated = template_localtime(it.generated_at) if it.generated_at else None
+    invocation = t.invocation if t else None
+    return {
+        "number": it.number,
+        "url": url,
+        "label": it.label,
+        "run_label": it.run_label,
+        "generated_iso": date_filter(generated, "c") if generated else "",
+        "generated": date_filter(generated, "Y-m-d H:i") if generated else "",
+        "mode": it.get_mode_display(),
+        "baseline": it.baseline,
+        "agent_model": it.agent_model or "–",
+        "judge_model": it.judge_model or "",
+        "treatment": _condition_cells(t),
+        "control": _condition_cells(c),
+        "delta": d,
+        "delta_text": delta(d.mean) if d else "",
+        "delta_interval": interval(d.interval, True) if d else "",
+        "invocation": percent(invocation.rate) if invocation else "",
+        "invocation_count": f"{invocation.successes}/{invocation.n}" if invocation else "",
+        "tokens": f"{_tokens(t)} / {_tokens(c)}",
+        "warnings": len(it.validity_warnings),
+    }
+
+
+def _condition_cells(condition: ConditionSummary | None) -> dict[str, str] | None:
+    if condition is None:
+        return None
+    return {
+        "name": condition.name,
+        "score": score(condition.score.mean) if condition.score else score(None),
+        "interval": interval(condition.score.interval) if condition.score else "",
+    }
+
+
+def _tokens(condition: ConditionSummary | None) -> str:
+    return tokens(condition.mean_tokens) if condition else "–"
