@@ -10,12 +10,11 @@ from django.views.decorators.vary import vary_on_headers
 
 from grading.models import Review
 
-from . import charts
 from .analysis import eval_magic_benchmark
 from .importing import ImportFailure
 from .importing.uploads import UploadTooLarge, import_upload
 from .models import Condition, Iteration, Run, Skill
-from .overview import skill_rows, sort_rows, trend_points
+from .overview import skill_rows, skill_trends, sort_rows
 from .reports import FILTERS, compare, iteration_detail
 
 
@@ -80,20 +79,8 @@ def overview(request: HttpRequest) -> HttpResponse:
 @require_GET
 def skill_page(request: HttpRequest, skill: str) -> HttpResponse:
     found = get_skill(skill)
-    points, summaries = trend_points(found)
-    figures = {}
-    if points:
-        figures = {
-            "score": charts.score_trend_figure(points),
-            "delta": charts.delta_trend_figure(points),
-            "invocation": charts.invocation_trend_figure(points),
-            "cost": charts.cost_trend_figure(points),
-        }
-    return render(
-        request,
-        "runs/skill.html",
-        {"skill": found, "summaries": summaries, "figures": figures},
-    )
+    rows, figures = skill_trends(found)
+    return render(request, "runs/skill.html", {"skill": found, "rows": rows, "figures": figures})
 
 
 class IterationFilterForm(forms.Form):
@@ -138,11 +125,12 @@ def iteration_page(request: HttpRequest, skill: str, number: int) -> HttpRespons
 
 
 def _reviews(iteration: Iteration) -> list[Review]:
-    return list(
-        Review.objects.filter(run__iteration=iteration)
-        .select_related("run__condition", "author")
-        .order_by("created_at")
-    )
+    reviews = Review.objects.filter(run__iteration=iteration)
+    # Joining each run to its condition reads every run's row (transcripts inline on
+    # SQLite): 10+ ms. Most iterations have no review; asking first is an index lookup.
+    if not reviews.exists():
+        return []
+    return list(reviews.select_related("run__condition", "author").order_by("created_at"))
 
 
 @require_GET
