@@ -9,7 +9,8 @@ Loads the import benchmark's workspace (bench/generate.py, the same scale and se
 more skill, `long-conversations`, whose single eval has 10 runs (5 per condition) of
 200-event conversations, into a fresh database (untimed). Then serves the site the way
 production does: `collectstatic`, and `gunicorn evalsite.wsgi -w 2 --threads 4` on
-127.0.0.1 with DEBUG off. Each page type is requested by CLIENTS concurrent keep-alive
+127.0.0.1 with DEBUG off and EVALSITE_PUBLIC_READ=1 (the clients are anonymous; without
+it every page redirects to the login). Each page type is requested by CLIENTS concurrent keep-alive
 clients, REQUESTS times each, after an untimed warm-up:
 
     static file (the floor)  /static/css/evalsite.css
@@ -366,7 +367,9 @@ def report(
 def run_database(kind: str, workspaces: list[Path], base: Path, args: argparse.Namespace) -> list:
     print(f"\n[{kind}]")
     with bench_database(kind, base, "pages") as url:
-        extra = {"ALLOWED_HOSTS": "127.0.0.1"}
+        # Every page needs a login unless EVALSITE_PUBLIC_READ opens reading (a private
+        # network's setting): the bench's clients are anonymous.
+        extra = {"ALLOWED_HOSTS": "127.0.0.1", "EVALSITE_PUBLIC_READ": "1"}
         if args.conn_max_age is not None:
             extra["DATABASE_CONN_MAX_AGE"] = str(args.conn_max_age)
         env = django_env(url, **extra)

@@ -60,6 +60,9 @@ def test_a_saved_iteration_shows_its_new_figures_on_every_page(cached, client: C
         "overview": treatment_score(next(r for r in skill_rows() if r.skill.name == SKILL).summary),
     }
     assert set(before.values()) != {0.0}
+    treatment = iteration_detail(iteration).summary.treatment.name
+    newest_row = f'<span class="cond">{treatment}</span> 0.00'
+    assert newest_row not in client.get(f"/skills/{SKILL}/").content.decode()
     # Served from the cache the second time: the same figures.
     assert treatment_score(iteration_detail(latest()).summary) == before["detail"]
 
@@ -72,6 +75,7 @@ def test_a_saved_iteration_shows_its_new_figures_on_every_page(cached, client: C
     assert treatment_score(overview.summary) == 0.0
     html = client.get(f"/skills/{SKILL}/iterations/{iteration.number}/").content.decode()
     assert "0.00" in html
+    assert newest_row in client.get(f"/skills/{SKILL}/").content.decode()
 
 
 def test_the_next_iteration_s_page_follows_a_change_to_the_one_before(cached) -> None:
