@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -9,6 +10,7 @@ from html import escape
 from typing import Any
 
 from django.core.cache import cache
+from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
 from . import stats
@@ -23,6 +25,15 @@ from .models import LARGE_ITERATION_FIELDS, EvalCase, Iteration
 
 #: Filters of the iteration page, in the order the form shows them.
 FILTERS = ("failures", "flaky", "changed")
+#: The assertion classes the iteration page lists.
+SHOWN_CLASSES = frozenset(
+    {
+        stats.AssertionClass.TREATMENT_ONLY,
+        stats.AssertionClass.CONTROL_ONLY,
+        stats.AssertionClass.ALWAYS_FAIL,
+        stats.AssertionClass.ALWAYS_PASS,
+    }
+)
 
 
 @dataclass
@@ -86,6 +97,8 @@ class EvalRow:
     #: The definition's tags, and whether it expects the skill not to trigger.
     tags: list[str] = field(default_factory=list)
     negative: bool = False
+    #: The eval's page in this iteration.
+    url: str = ""
 
     @property
     def cells_html(self) -> SafeString:
@@ -154,7 +167,9 @@ def iteration_detail(iteration: Iteration) -> IterationDetail:
         .order_by("-number")
         .first()
     )
-    key = f"evalsite:detail:v1:{cache_stamp(iteration)}:{cache_stamp(previous)}"
+    # The skill's name is in the rows' links.
+    stamps = f"{cache_stamp(iteration)}:{cache_stamp(previous)}:{iteration.skill.name}"
+    key = f"evalsite:detail:v2:{hashlib.sha256(stamps.encode()).hexdigest()}"
     cached = cache.get(key)
     if cached is not None:
         # Cached without model instances; the caller holds them already.
@@ -223,16 +238,20 @@ def _iteration_detail(iteration: Iteration, previous: Iteration | None) -> Itera
                 is_new=previous is not None and eval_id not in previous_scores,
                 tags=tags,
                 negative=negative,
+                url=reverse("runs:eval", args=[iteration.skill.name, iteration.number, eval_id]),
             )
         )
 
     classes: dict[str, list[stats.AssertionContrast]] = {}
     if treatment and control:
+        # The four classes the page lists; "mixed" and "unpaired" hold most assertions and
+        # would only weigh down the cached page data.
         classes = {
             str(k): v
             for k, v in stats.classes_of_tallies(
                 tallies, treatment=treatment, control=control
             ).items()
+            if k in SHOWN_CLASSES
         }
     repeated = {}
     for name in conditions:
