@@ -293,3 +293,10 @@ def test_loose_files_need_one_path_each(api: Client, tmp_path: Path) -> None:
     response = api.post("/api/imports/files", body)
     assert response.status_code == 400
     assert response.json()["detail"].startswith("paths: ")
+
+
+def test_feedback_json_notes_come_with_their_runs(api: Client, sample) -> None:
+    runs = get(api, "/api/skills/changelog-from-commits/iterations/2/runs?limit=500")["items"]
+    notes = [r for run in runs for r in run["reviews"]]
+    assert notes and {n["source"] for n in notes} == {"feedback.json"}
+    assert all(n["kind"] == "note" and n["author"] is None for n in notes)
