@@ -48,7 +48,7 @@ def _clean_text(text: str, what: str) -> str:
 
 def add_note(*, run: Run, author: AbstractBaseUser, text: str) -> Review:
     """Record a reviewer's note on a run."""
-    return Review.objects.create(
+    review = Review.objects.create(
         run=run,
         kind=Review.Kind.NOTE,
         source=Review.Source.WEB,
@@ -56,6 +56,9 @@ def add_note(*, run: Run, author: AbstractBaseUser, text: str) -> Review:
         text=_clean_text(text, "note"),
         created_at=timezone.now(),
     )
+    # Pages cache what they show under the iteration's stamp; the note must show at once.
+    Iteration.objects.filter(pk=run.iteration_id).update(updated_at=review.created_at)
+    return review
 
 
 @transaction.atomic

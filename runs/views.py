@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from django import forms
+from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from grading.models import Review
 
-from .analysis import eval_magic_benchmark
+from .analysis import cache_stamp, eval_magic_benchmark
 from .importing import ImportFailure
 from .importing.uploads import UploadTooLarge, import_upload
 from .models import Condition, Iteration, Run, Skill
@@ -198,18 +202,40 @@ def _eval_runs(iteration: Iteration, eval_id: str):
     )
 
 
+#: How long a rendered eval body is kept; any import or review of the iteration replaces it.
+EVAL_BODY_CACHE_SECONDS = 24 * 3600
+
+
 @require_GET
 def eval_page(request: HttpRequest, skill: str, number: int, eval_id: str) -> HttpResponse:
     iteration = get_iteration(get_skill(skill), number)
-    runs = list(_eval_runs(iteration, eval_id))
-    if not runs:
-        raise Http404(f"Iteration #{number} of {skill} has no eval “{eval_id}”.")
-    columns: dict[str, list[Run]] = {}
-    for run in runs:
-        columns.setdefault(run.condition.name, []).append(run)
+    # The body (definition and every run's card) is the same for every visitor: no form, no
+    # CSRF token, nothing per user. Rendering ten cards is most of the page's cost, and the
+    # cards change only when the iteration is saved (an import or a review bumps its stamp).
+    digest = hashlib.sha256(eval_id.encode()).hexdigest()[:32]
+    key = f"evalsite:eval-body:v1:{cache_stamp(iteration)}:{digest}"
+    body = cache.get(key)
+    if body is None:
+        body = _eval_body(iteration, eval_id)
+        cache.set(key, body, EVAL_BODY_CACHE_SECONDS)
     return render(
         request,
         "runs/eval.html",
+        {"skill": iteration.skill, "iteration": iteration, "eval_id": eval_id, "body": body},
+    )
+
+
+def _eval_body(iteration: Iteration, eval_id: str) -> str:
+    runs = list(_eval_runs(iteration, eval_id))
+    if not runs:
+        raise Http404(
+            f"Iteration #{iteration.number} of {iteration.skill.name} has no eval “{eval_id}”."
+        )
+    columns: dict[str, list[Run]] = {}
+    for run in runs:
+        columns.setdefault(run.condition.name, []).append(run)
+    return render_to_string(
+        "runs/eval.html#body",
         {
             "skill": iteration.skill,
             "iteration": iteration,

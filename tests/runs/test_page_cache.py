@@ -15,8 +15,9 @@ from django.test import Client
 from django.utils import timezone
 
 from grading.models import Grading
+from grading.reviewing import add_note, override
 from runs.importing import import_workspace
-from runs.models import Iteration
+from runs.models import Iteration, Run
 from runs.overview import skill_rows, trend_points
 from runs.reports import iteration_detail
 
@@ -88,3 +89,20 @@ def test_the_next_iteration_s_page_follows_a_change_to_the_one_before(cached) ->
 
     rows = iteration_detail(latest()).rows
     assert {row.previous_treatment for row in rows if row.eval_id in shown} == {0.0}
+
+
+def test_the_eval_page_shows_a_new_note_or_override_at_once(cached, client: Client, user) -> None:
+    run = (
+        Run.objects.filter(iteration=latest(), grading__results__is_meta=False)
+        .select_related("iteration__skill", "condition")
+        .first()
+    )
+    eval_url = f"/skills/{SKILL}/iterations/{run.iteration.number}/evals/{run.eval_id}/"
+    assert "a fresh note" not in client.get(eval_url).content.decode()  # now cached
+
+    add_note(run=run, author=user, text="a fresh note")
+    assert "a fresh note" in client.get(eval_url).content.decode()
+
+    result = run.grading.results.filter(is_meta=False).first()
+    override(result=result, author=user, passed=not result.passed, reason="judge was wrong")
+    assert "overridden · grader said" in client.get(eval_url).content.decode()
