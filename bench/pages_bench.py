@@ -406,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=None,
         metavar="S",
-        help="DATABASE_CONN_MAX_AGE for the server (default: the settings' default, 0)",
+        help="DATABASE_CONN_MAX_AGE for the server (default: the settings' default, 60)",
     )
     parser.add_argument("--keep", type=Path, metavar="DIR", help="work in DIR and keep it")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")

@@ -159,17 +159,34 @@ class IterationDetail:
 DETAIL_CACHE_SECONDS = 24 * 3600
 
 
-def iteration_detail(iteration: Iteration) -> IterationDetail:
-    """Everything the iteration page shows: summary, matrix, assertion analysis."""
-    previous = (
+def previous_iteration(iteration: Iteration) -> Iteration | None:
+    """The skill's iteration just before this one (its light fields), if any."""
+    return (
         Iteration.objects.filter(skill_id=iteration.skill_id, number__lt=iteration.number)
         .defer(*LARGE_ITERATION_FIELDS)
         .order_by("-number")
         .first()
     )
+
+
+def detail_stamp(iteration: Iteration, previous: Iteration | None) -> str:
+    """What the iteration page's data depends on; a hash, for cache keys."""
     # The skill's name is in the rows' links.
     stamps = f"{cache_stamp(iteration)}:{cache_stamp(previous)}:{iteration.skill.name}"
-    key = f"evalsite:detail:v2:{hashlib.sha256(stamps.encode()).hexdigest()}"
+    return hashlib.sha256(stamps.encode()).hexdigest()
+
+
+_NOT_LOOKED_UP = object()
+
+
+def iteration_detail(iteration: Iteration, previous: Any = _NOT_LOOKED_UP) -> IterationDetail:
+    """Everything the iteration page shows: summary, matrix, assertion analysis.
+
+    `previous` is `previous_iteration(iteration)`, for a caller that has it already.
+    """
+    if previous is _NOT_LOOKED_UP:
+        previous = previous_iteration(iteration)
+    key = f"evalsite:detail:v2:{detail_stamp(iteration, previous)}"
     cached = cache.get(key)
     if cached is not None:
         # Cached without model instances; the caller holds them already.

@@ -19,7 +19,7 @@ from .importing import ImportFailure
 from .importing.uploads import UploadTooLarge, import_upload
 from .models import Condition, Iteration, Run, Skill
 from .overview import skill_rows, skill_trends, sort_rows
-from .reports import FILTERS, compare, iteration_detail
+from .reports import FILTERS, compare, detail_stamp, iteration_detail, previous_iteration
 
 
 def get_skill(name: str) -> Skill:
@@ -31,7 +31,8 @@ def get_skill(name: str) -> Skill:
 
 def get_iteration(skill: Skill, number: int) -> Iteration:
     try:
-        return Iteration.objects.select_related("skill").get(skill=skill, number=number)
+        # Light: the recorded documents (tens of KB of JSON) load only if a view reads them.
+        return Iteration.objects.light().get(skill=skill, number=number)
     except Iteration.DoesNotExist:
         raise Http404(f"{skill.name} has no iteration #{number}.") from None
 
@@ -100,31 +101,51 @@ class IterationFilterForm(forms.Form):
     )
 
 
+#: How long a rendered iteration page body is kept; an import or a review replaces it.
+PAGE_BODY_CACHE_SECONDS = 24 * 3600
+
+
 @require_GET
 @vary_on_headers("HX-Request")
 def iteration_page(request: HttpRequest, skill: str, number: int) -> HttpResponse:
     iteration = get_iteration(get_skill(skill), number)
-    detail = iteration_detail(iteration)
     form = IterationFilterForm(request.GET)
     tag, only = "", set()
     if form.is_valid():
         tag, only = form.cleaned_data["tag"], set(form.cleaned_data["only"])
-    template = "runs/iteration.html"
+    previous = previous_iteration(iteration)
+    partial = "matrix" if request.htmx else "body"
+    # The body (or the matrix fragment) is the same for every visitor, with nothing per user
+    # and no CSRF token, and changes only when this iteration or the one before is saved (an
+    # import or a review moves its stamp). Rendering it is most of the page's cost.
+    key = None
+    if form.is_valid():
+        state = f"{detail_stamp(iteration, previous)}:{partial}:{tag}:{sorted(only)}"
+        key = f"evalsite:iteration-page:v1:{hashlib.sha256(state.encode()).hexdigest()}"
+    body = cache.get(key) if key else None
+    if body is None:
+        detail = iteration_detail(iteration, previous)
+        body = render_to_string(
+            f"runs/iteration.html#{partial}",
+            {
+                "skill": iteration.skill,
+                "iteration": iteration,
+                "detail": detail,
+                "summary": detail.summary,
+                "rows": detail.filtered(tag=tag, only=only),
+                "form": form,
+                "filters": FILTERS,
+                "reviews": _reviews(iteration),
+            },
+        )
+        if key:
+            cache.set(key, body, PAGE_BODY_CACHE_SECONDS)
     if request.htmx:
-        template += "#matrix"
+        return HttpResponse(body)
     return render(
         request,
-        template,
-        {
-            "skill": iteration.skill,
-            "iteration": iteration,
-            "detail": detail,
-            "summary": detail.summary,
-            "rows": detail.filtered(tag=tag, only=only),
-            "form": form,
-            "filters": FILTERS,
-            "reviews": _reviews(iteration),
-        },
+        "runs/iteration.html",
+        {"skill": iteration.skill, "iteration": iteration, "body": body},
     )
 
 
