@@ -145,3 +145,11 @@ def test_a_reimport_that_regrades_a_run_keeps_the_review_as_a_record(
     assert review.assertion_id == "a2"
     iteration.refresh_from_db()
     assert not [w for w in iteration.validity_warnings if "overridden" in w]
+
+
+def test_the_skill_page_links_reviewers_to_the_queue(iteration, client: Client, settings) -> None:
+    assert "/skills/demo-skill/review/" in client.get("/skills/demo-skill/").content.decode()
+    settings.EVALSITE_PUBLIC_READ = True  # an anonymous reader sees the page, not the queue
+    anonymous = Client().get("/skills/demo-skill/")
+    assert anonymous.status_code == 200
+    assert "/review/" not in anonymous.content.decode()
