@@ -18,7 +18,7 @@ class ApiTokenAuth(HttpBearer):
     """`Authorization: Bearer <token>` with one of the user's active API tokens."""
 
     def authenticate(self, request: HttpRequest, token: str) -> Any:
-        found = ApiToken.objects.select_related("user").filter().find(token)
+        found = ApiToken.objects.select_related("user").find(token)
         if found is None or not found.user.is_active:
             return None
         found.touch()

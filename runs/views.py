@@ -180,37 +180,48 @@ def compare_page(request: HttpRequest, skill: str) -> HttpResponse:
     found = get_skill(skill)
     iterations = list(Iteration.objects.filter(skill=found).light().order_by("number"))
     form = CompareForm(request.GET or None)
-    comparison = None
-    if form.is_bound and form.is_valid():
-        data = form.cleaned_data
-        before = get_iteration(found, data["a"])
-        after = get_iteration(found, data["b"])
-        for iteration, name in ((before, data["ca"]), (after, data["cb"])):
-            if name and not iteration.conditions.filter(name=name).exists():
-                raise Http404(f"Iteration #{iteration.number} has no condition “{name}”.")
+    if not (form.is_bound and form.is_valid()):
+        if not form.is_bound and len(iterations) >= 2:
+            # No choice yet: suggest the latest iteration against the one before.
+            form = CompareForm(initial={"a": iterations[-2].number, "b": iterations[-1].number})
+        return render(request, "runs/compare.html", _compare_context(found, iterations, form))
+    data = form.cleaned_data
+    before = get_iteration(found, data["a"])
+    after = get_iteration(found, data["b"])
+    for iteration, name in ((before, data["ca"]), (after, data["cb"])):
+        if name and not iteration.conditions.filter(name=name).exists():
+            raise Http404(f"Iteration #{iteration.number} has no condition “{name}”.")
+    # A comparison is ~150 ms of statistics and rendering, and the same for every visitor
+    # (no form that writes, nothing per user) until one of the skill's iterations is saved:
+    # every iteration's stamp (the picker lists them all) and the choice key the cache.
+    stamps = ",".join(cache_stamp(i) for i in iterations)
+    state = f"{stamps}|{data['a']}|{data['b']}|{data['ca']}|{data['cb']}"
+    key = f"evalsite:compare-page:v1:{hashlib.sha256(state.encode()).hexdigest()}"
+    body = cache.get(key)
+    if body is None:
         comparison = compare(
-            before,
-            after,
-            before_condition=data["ca"] or None,
-            after_condition=data["cb"] or None,
+            before, after, before_condition=data["ca"] or None, after_condition=data["cb"] or None
         )
-    elif not form.is_bound and len(iterations) >= 2:
-        # No choice yet: suggest the latest iteration against the one before.
-        form = CompareForm(initial={"a": iterations[-2].number, "b": iterations[-1].number})
+        body = render_to_string(
+            "runs/compare.html#body", _compare_context(found, iterations, form, comparison)
+        )
+        cache.set(key, body, PAGE_BODY_CACHE_SECONDS)
+    return render(request, "runs/compare.html", {"skill": found, "body": body})
+
+
+def _compare_context(
+    skill: Skill, iterations: list[Iteration], form: forms.Form, comparison: object = None
+) -> dict[str, object]:
     conditions = sorted(
-        set(Condition.objects.filter(iteration__skill=found).values_list("name", flat=True))
+        set(Condition.objects.filter(iteration__skill=skill).values_list("name", flat=True))
     )
-    return render(
-        request,
-        "runs/compare.html",
-        {
-            "skill": found,
-            "iterations": iterations,
-            "conditions": conditions,
-            "form": form,
-            "comparison": comparison,
-        },
-    )
+    return {
+        "skill": skill,
+        "iterations": iterations,
+        "conditions": conditions,
+        "form": form,
+        "comparison": comparison,
+    }
 
 
 def _eval_runs(iteration: Iteration, eval_id: str):

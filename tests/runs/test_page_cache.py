@@ -106,3 +106,19 @@ def test_the_eval_page_shows_a_new_note_or_override_at_once(cached, client: Clie
     result = run.grading.results.filter(is_meta=False).first()
     override(result=result, author=user, passed=not result.passed, reason="judge was wrong")
     assert "overridden · grader said" in client.get(eval_url).content.decode()
+
+
+def test_a_cached_comparison_follows_a_saved_iteration(cached, client: Client) -> None:
+    iteration = latest()
+    url = f"/skills/{SKILL}/compare/?a={iteration.number - 1}&b={iteration.number}"
+
+    def main() -> str:  # the header's masked CSRF token differs on every response
+        return client.get(url).content.decode().split("<main>")[1]
+
+    before = main()
+    assert main() == before  # served from the cache
+    assert "Holm" in before or "badge" in before
+
+    fail_every_run_of(iteration)
+
+    assert main() != before
