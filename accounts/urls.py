@@ -9,7 +9,7 @@ app_name = "accounts"
 
 urlpatterns = [
     path("", views.account, name="account"),
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path(
         "password/",

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+from datetime import timedelta
+
 from django import forms
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
+from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from .middleware import remember
@@ -25,6 +31,50 @@ class ShareForm(forms.Form):
 
 class TokenForm(forms.Form):
     name = forms.CharField(max_length=100, strip=True)
+    expires = forms.TypedChoiceField(
+        choices=[("", "never expires"), ("30", "30 days"), ("90", "90 days"), ("365", "1 year")],
+        required=False,
+        coerce=int,
+        empty_value=None,
+    )
+
+
+#: Failed logins allowed per username and address within LOGIN_WINDOW seconds.
+LOGIN_ATTEMPTS = 10
+LOGIN_WINDOW = 15 * 60
+
+
+class LoginView(auth_views.LoginView):
+    """Django's login, refusing a username and address after LOGIN_ATTEMPTS failures.
+
+    Counted in the cache: per process with the default local-memory cache, so a site with
+    several workers allows that many attempts per worker.
+    """
+
+    redirect_authenticated_user = True
+
+    def post(self, request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        if (cache.get(self._throttle_key()) or 0) >= LOGIN_ATTEMPTS:
+            form = self.get_form()
+            form.errors.clear()
+            form.add_error(None, "Too many failed logins: wait 15 minutes and try again.")
+            return self.render_to_response(self.get_context_data(form=form), status=429)
+        return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form: forms.Form) -> HttpResponse:
+        key = self._throttle_key()
+        cache.add(key, 0, LOGIN_WINDOW)
+        try:
+            cache.incr(key)
+        except ValueError:  # expired between add and incr
+            cache.set(key, 1, LOGIN_WINDOW)
+        return super().form_invalid(form)
+
+    def _throttle_key(self) -> str:
+        username = (self.request.POST.get("username") or "").strip().lower()
+        address = self.request.META.get("REMOTE_ADDR", "")
+        digest = hashlib.sha256(f"{username}|{address}".encode()).hexdigest()
+        return f"evalsite:login-failures:{digest}"
 
 
 @require_GET
@@ -49,6 +99,8 @@ def create_token(request: HttpRequest) -> HttpResponse:
             request, "accounts/account.html", _account_context(request, token_form=form), status=400
         )
     token = ApiToken(user=request.user, name=form.cleaned_data["name"])
+    if form.cleaned_data["expires"]:
+        token.expires_at = timezone.now() + timedelta(days=form.cleaned_data["expires"])
     secret = token.set_secret()
     token.save()
     return render(

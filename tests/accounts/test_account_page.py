@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from django.core.cache import cache
 from django.test import Client
 
 from accounts.models import ApiToken, ShareLink
@@ -137,3 +138,35 @@ def test_changing_the_password(client: Client, user) -> None:
     assert response["Location"] == "/accounts/password/done/"
     user.refresh_from_db()
     assert user.check_password("a much longer passphrase")
+
+
+def test_a_token_can_be_made_to_expire(client: Client) -> None:
+    client.post("/accounts/tokens/", {"name": "CI", "expires": "30"})
+    token = ApiToken.objects.get()
+    days = (token.expires_at - token.created_at).days
+    assert days in {29, 30}
+    row = client.get("/accounts/").content.decode().split("<tbody>")[1]
+    assert row.split("</td>")[3].endswith(token.expires_at.strftime("%Y-%m-%d %H:%M"))
+
+
+def test_logins_are_refused_after_ten_failures(user, settings) -> None:
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": "evalsite-login-throttle-tests",
+        }
+    }
+    cache.clear()
+    client = Client()
+    for _ in range(10):
+        assert (
+            client.post("/accounts/login/", {"username": "reviewer", "password": "no"}).status_code
+            == 200
+        )
+    refused = client.post(
+        "/accounts/login/", {"username": "reviewer", "password": "correct horse battery"}
+    )
+    assert refused.status_code == 429
+    assert "Too many failed logins" in refused.content.decode()
+    other = client.post("/accounts/login/", {"username": "someone-else", "password": "no"})
+    assert other.status_code == 200
