@@ -65,12 +65,6 @@ class Secret(models.Model):
         return secret
 
     @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None and (
-            self.expires_at is None or self.expires_at > timezone.now()
-        )
-
-    @property
     def state(self) -> str:
         if self.revoked_at is not None:
             return "revoked"

@@ -15,29 +15,10 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from .forms import ShareForm, TokenForm
 from .middleware import remember
 from .models import ApiToken, ShareLink
 from .sharing import NotShareable, share_view
-
-EXPIRY_CHOICES = [("", "never expires"), ("1", "1 day"), ("7", "7 days"), ("30", "30 days")]
-
-
-class ShareForm(forms.Form):
-    path = forms.CharField(max_length=1000)
-    expires = forms.TypedChoiceField(
-        choices=EXPIRY_CHOICES, required=False, coerce=int, empty_value=None
-    )
-
-
-class TokenForm(forms.Form):
-    name = forms.CharField(max_length=100, strip=True)
-    expires = forms.TypedChoiceField(
-        choices=[("", "never expires"), ("30", "30 days"), ("90", "90 days"), ("365", "1 year")],
-        required=False,
-        coerce=int,
-        empty_value=None,
-    )
-
 
 #: Failed logins allowed per username and address within LOGIN_WINDOW seconds.
 LOGIN_ATTEMPTS = 10

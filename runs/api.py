@@ -21,7 +21,8 @@ from . import stats
 from .analysis import ConditionSummary, IterationSummary, eval_magic_benchmark, summarise_iterations
 from .importing import ImportFailure, ImportReport
 from .importing.uploads import UploadTooLarge, import_files, import_upload
-from .models import Iteration, Run, Skill
+from .models import Iteration, Run
+from .overview import SkillRow, skill_rows
 from .reports import compare
 from .views import get_iteration, get_run, get_skill
 
@@ -214,24 +215,25 @@ def _iterations_out(iterations: list[Iteration]) -> list[dict[str, Any]]:
 @router.get("/skills", response=list[SkillOut], summary="Every skill with its latest iteration")
 @paginate(Pagination)
 def list_skills(request: HttpRequest) -> Any:
-    return LazyPage(Skill.objects.order_by("name"), lambda page: [_skill_out(s) for s in page])
+    # The overview's rows: every skill's latest iteration and summary in a fixed number of
+    # queries (and cached), as the overview page shows them.
+    return [_skill_out(row) for row in skill_rows()]
 
 
-def _skill_out(skill: Skill) -> dict[str, Any]:
-    latest = Iteration.objects.filter(skill=skill).select_related("skill").order_by("-number")
-    latest = latest.first()
+def _skill_out(row: SkillRow) -> dict[str, Any]:
     return {
-        "name": skill.name,
-        "description": skill.description,
-        "iterations": skill.iterations.count(),
-        "latest": _iterations_out([latest])[0] if latest else None,
-        "url": reverse("runs:skill", args=[skill.name]),
+        "name": row.skill.name,
+        "description": row.skill.description,
+        "iterations": row.iterations,
+        "latest": iteration_out(row.latest, row.summary) if row.latest and row.summary else None,
+        "url": reverse("runs:skill", args=[row.skill.name]),
     }
 
 
 @router.get("/skills/{skill}", response=SkillOut, summary="One skill")
 def get_skill_detail(request: HttpRequest, skill: str) -> dict[str, Any]:
-    return _skill_out(get_skill(skill))
+    found = get_skill(skill)
+    return _skill_out(next(r for r in skill_rows(query=found.name) if r.skill.pk == found.pk))
 
 
 @router.get(
@@ -240,9 +242,7 @@ def get_skill_detail(request: HttpRequest, skill: str) -> dict[str, Any]:
     summary="Every iteration's statistics in order: what the skill page's charts draw",
 )
 def trends(request: HttpRequest, skill: str) -> list[dict[str, Any]]:
-    found = get_skill(skill)
-    iterations = list(Iteration.objects.filter(skill=found).select_related("skill").light())
-    return _iterations_out(sorted(iterations, key=lambda i: i.number))
+    return _iterations_out(Iteration.objects.trend_of(get_skill(skill)))
 
 
 @router.get("/skills/{skill}/iterations", response=list[IterationOut], summary="Iterations")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
 from django.conf import settings
@@ -36,20 +37,10 @@ def import_upload(upload: UploadedFile, *, dry_run: bool = False) -> ImportRepor
         raise UploadTooLarge(
             f"{upload.size} bytes is over the upload limit of {limit} bytes", path=name
         )
-    folder = Path(tempfile.mkdtemp(prefix="evalsite-upload-"))
-    try:
+    with _upload_folder() as folder:
         path = folder / name
-        with path.open("wb") as out:
-            for chunk in upload.chunks():
-                out.write(chunk)
-        try:
-            return import_workspace([path], dry_run=dry_run)
-        except ImportFailure as exc:
-            exc.message = exc.message.replace(f"{folder}/", "")
-            exc.args = (exc.message,)
-            raise
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        _save(upload, path)
+        return _import_saved(path, folder, dry_run=dry_run)
 
 
 def import_files(
@@ -74,28 +65,43 @@ def import_files(
             f"{total} bytes is over the upload limit of {settings.EVALSITE_UPLOAD_MAX_BYTES} bytes",
             path="files",
         )
-    folder = Path(tempfile.mkdtemp(prefix="evalsite-upload-"))
-    try:
-        root = folder / "upload"
+    with _upload_folder() as folder:
         seen: set[PurePosixPath] = set()
         for relative, upload in files:
             target = _safe_relative(relative)
             if target in seen:
                 raise ImportFailure("the same path is uploaded twice", path=relative)
             seen.add(target)
-            path = root.joinpath(*target.parts)
+            path = folder.joinpath(*target.parts)
             path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("wb") as out:
-                for chunk in upload.chunks():
-                    out.write(chunk)
-        try:
-            return import_workspace([root], dry_run=dry_run)
-        except ImportFailure as exc:
-            exc.message = exc.message.replace(f"{root}/", "").replace(str(root), "upload")
-            exc.args = (exc.message,)
-            raise
+            _save(upload, path)
+        return _import_saved(folder, folder, dry_run=dry_run)
+
+
+@contextmanager
+def _upload_folder() -> Iterator[Path]:
+    """A temporary folder for the upload's files, removed afterwards whatever happens."""
+    folder = Path(tempfile.mkdtemp(prefix="evalsite-upload-"))
+    try:
+        yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _save(upload: UploadedFile, path: Path) -> None:
+    with path.open("wb") as out:
+        for chunk in upload.chunks():
+            out.write(chunk)
+
+
+def _import_saved(path: Path, folder: Path, *, dry_run: bool) -> ImportReport:
+    """Import what was saved; errors name files as the client sent them, not the temp folder."""
+    try:
+        return import_workspace([path], dry_run=dry_run)
+    except ImportFailure as exc:
+        exc.message = exc.message.replace(f"{folder}/", "").replace(str(folder), "upload")
+        exc.args = (exc.message,)
+        raise
 
 
 def _safe_relative(relative: str) -> PurePosixPath:
