@@ -35,7 +35,7 @@ def _names(runs: list[ParsedRun], multi: set[tuple[str, str]]) -> str:
 def validity_warnings(parsed: ParsedIteration) -> list[str]:
     """The source's own warnings, then evalsite's, without repeats."""
     recorded = list(parsed.validity_warnings)
-    ours: list[str] = []
+    ours: list[str] = list(parsed.notices)
     cells = Counter((r.eval_id, r.condition) for r in parsed.runs)
     multi = {cell for cell, n in cells.items() if n > 1}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -36,14 +37,28 @@ def detect_dialect(data: Any) -> str:
     return "eval-magic"
 
 
-def parse_evals_json(raw: bytes, *, display: str) -> tuple[str | None, dict[str, EvalDefinition]]:
+def parse_evals_json(
+    raw: bytes, *, display: str, allow_empty_prompts: bool = False
+) -> tuple[str | None, dict[str, EvalDefinition]]:
     """(skill_name, definitions by eval id) from an evals.json in any dialect."""
     data = jsonfiles.parse_json(raw, display=display)
     dialect = detect_dialect(data)
     if dialect == "skill-creator" and isinstance(data, list):
         data = {"evals": data}
     kind = {"eval-magic": "evals", "swl": "swl-evals", "skill-creator": "skill-creator-evals"}
-    jsonfiles.validate(data, kind[dialect], display=display)
+    checked = data
+    if allow_empty_prompts and isinstance(data, dict) and isinstance(data.get("evals"), list):
+        # Validate as if each empty prompt held text; the definitions keep it empty.
+        checked = {
+            **data,
+            "evals": [
+                {**case, "prompt": "(empty)"}
+                if isinstance(case, dict) and case.get("prompt") == ""
+                else case
+                for case in data["evals"]
+            ],
+        }
+    jsonfiles.validate(checked, kind[dialect], display=display)
 
     definitions: dict[str, EvalDefinition] = {}
     first_seen: dict[str, int] = {}
@@ -79,6 +94,18 @@ def _definition(case: dict[str, Any], dialect: str) -> EvalDefinition:
     )
 
 
+@dataclass
+class FrontMatter:
+    name: str | None
+    description: str
+    warning: str | None = None
+
+
+def parse_front_matter(text: str, *, display: str) -> FrontMatter:
+    name, description = parse_skill_md(text, display=display)
+    return FrontMatter(name, description)
+
+
 def parse_skill_md(text: str, *, display: str) -> tuple[str | None, str]:
     """(name, description) from SKILL.md's YAML front matter; (None, '') when it has none."""
     match = re.match(r"\A---\s*\n(.*?)\n---\s*(\n|\Z)", text, re.DOTALL)
@@ -95,20 +122,66 @@ def parse_skill_md(text: str, *, display: str) -> tuple[str | None, str]:
     return (str(name) if name else None), str(meta.get("description") or "").strip()
 
 
+def read_evals_hint(
+    raw: bytes, *, display: str
+) -> tuple[str | None, dict[str, EvalDefinition], str | None]:
+    """(skill_name, definitions, warning) from an evals.json found beside results.
+
+    Such a file only says which definitions the runs probably ran; nobody asked to import
+    it. An eval with an empty prompt (a bare invocation eval) is accepted; a file that is
+    still invalid is set aside with a one-line warning instead of rejecting the import.
+    """
+    try:
+        name, definitions = parse_evals_json(raw, display=display)
+        return name, definitions, None
+    except ImportFailure as exc:
+        first = exc
+    try:
+        name, definitions = parse_evals_json(raw, display=display, allow_empty_prompts=True)
+    except ImportFailure:
+        return None, {}, f"{first.message} (not used to link evals)"
+    return name, definitions, None
+
+
 def read_skill_definitions(
-    *, skill_md: bytes | None, evals_json: bytes | None, folder_name: str, display: str
+    *,
+    skill_md: bytes | None,
+    evals_json: bytes | None,
+    folder_name: str,
+    display: str,
+    strict: bool = True,
 ) -> SkillDefinitions:
-    """A skill folder's name, description and eval definitions."""
-    name, description = None, ""
+    """A skill folder's name, description and eval definitions.
+
+    `strict` is for a folder the user pointed at: its evals.json must be valid. A skill
+    folder found while searching a collection only lends its definitions to results, so an
+    invalid evals.json there is set aside with a warning.
+    """
+    name, description, warnings = None, "", []
     if skill_md is not None:
-        text = jsonfiles.read_text(skill_md, display=f"{display}/SKILL.md")
-        name, description = parse_skill_md(text, display=f"{display}/SKILL.md")
+        front = parse_front_matter(
+            jsonfiles.read_text(skill_md, display=f"{display}/SKILL.md"),
+            display=f"{display}/SKILL.md",
+        )
+        name, description = front.name, front.description
+        if front.warning:
+            warnings.append(front.warning)
     evals: dict[str, EvalDefinition] = {}
     if evals_json is not None:
-        evals_name, evals = parse_evals_json(evals_json, display=f"{display}/evals/evals.json")
+        shown = f"{display}/evals/evals.json"
+        if strict:
+            evals_name, evals = parse_evals_json(evals_json, display=shown)
+        else:
+            evals_name, evals, warning = read_evals_hint(evals_json, display=shown)
+            if warning:
+                warnings.append(warning)
         name = name or evals_name
     return SkillDefinitions(
-        skill_name=name or folder_name, description=description, evals=evals, source=display
+        skill_name=name or folder_name,
+        description=description,
+        evals=evals,
+        source=display,
+        warnings=warnings,
     )
 
 

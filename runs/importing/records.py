@@ -46,6 +46,9 @@ class SkillDefinitions:
     description: str = ""
     evals: dict[str, EvalDefinition] = field(default_factory=dict)
     source: str = ""
+    #: What was tolerated while reading the folder (a SKILL.md that is not YAML, an
+    #: evals.json found on the way rather than asked for), one line each.
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -162,6 +165,8 @@ class ParsedIteration:
     extra: dict[str, Any] = field(default_factory=dict)
     reviews: list[ParsedReview] = field(default_factory=list)
     skill_description: str = ""
+    #: Validity warnings about what the importer tolerated (SPEC §3: lenient, never silent).
+    notices: list[str] = field(default_factory=list)
 
     @property
     def missing_gradings(self) -> int:

@@ -1,28 +1,58 @@
-"""The import workflow: paths or archives in, one transaction, a report out."""
+"""The import workflow: paths or archives in, one transaction (or one per iteration with
+`keep_going`), a report out."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 
 from runs.models import EvalCase
 
-from . import baseline, eval_magic, skill_creator
+from . import baseline, eval_magic, jsonfiles, skill_creator
 from .archives import archive_kind, extract_archive
-from .definitions import parse_evals_json, read_skill_definitions
+from .definitions import read_evals_hint, read_skill_definitions
 from .detect import Source, detect
 from .errors import ImportFailure
-from .records import EvalDefinition, SkillDefinitions
+from .records import EvalDefinition, ParsedIteration, SkillDefinitions
 from .tree import read_tree
 from .writer import ImportReport, Writer
 
 Progress = Callable[[int, int, str], None]
+
+#: Template values skill-creator leaves in a benchmark.json an agent did not fill in.
+PLACEHOLDER = re.compile(r"^\s*<[^<>]*>\s*$")
+
+
+@dataclass(frozen=True)
+class ImportRoot:
+    """A folder to import, how messages name it, and what is known about it from outside.
+
+    `provenance` is merged into the provenance of every iteration found under the folder
+    (`--history` records the commit there); `generated_at` dates an iteration whose files
+    carry no timestamp.
+    """
+
+    path: Path
+    display: str
+    provenance: dict[str, Any] = field(default_factory=dict)
+    generated_at: datetime | None = None
+
+
+@dataclass
+class _Unit:
+    source: Source
+    display: str
+    root: ImportRoot
 
 
 class _Rollback(Exception):
@@ -30,77 +60,203 @@ class _Rollback(Exception):
 
 
 def import_workspace(
-    paths: list[Path | str], *, dry_run: bool = False, progress: Progress | None = None
+    paths: list[Path | str],
+    *,
+    dry_run: bool = False,
+    keep_going: bool = False,
+    progress: Progress | None = None,
 ) -> ImportReport:
     """Import every workspace, iteration, baseline and skill folder found under `paths`.
 
     All paths are one transaction: any bad file raises ImportFailure and nothing is saved.
-    Importing the same content again skips it; changed content updates what changed.
+    With `keep_going`, each iteration is its own transaction instead: a bad one is listed
+    in `report.rejected` and the others are imported. Importing the same content again
+    skips it; changed content updates what changed.
     """
-    report = ImportReport(dry_run=dry_run)
     with _materialised(paths) as roots:
-        sources: list[tuple[Source, str]] = []
-        for root, display in roots:
-            found = detect(root)
-            if not found:
-                raise ImportFailure(
-                    "no workspace found here (expected eval-magic iteration folders, "
-                    "a promoted baseline, a skill-creator workspace or a skill folder)",
-                    path=display,
-                )
-            sources.extend((source, _display(source.path, root, display)) for source in found)
-        try:
-            with transaction.atomic():
-                _import_sources(sources, report, progress)
-                if dry_run:
-                    raise _Rollback
-        except _Rollback:
-            pass
+        return import_roots(roots, dry_run=dry_run, keep_going=keep_going, progress=progress)
+
+
+def import_roots(
+    roots: list[ImportRoot],
+    *,
+    dry_run: bool = False,
+    keep_going: bool = False,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Import already materialised folders (see `import_workspace`)."""
+    report = ImportReport(dry_run=dry_run)
+    units: list[_Unit] = []
+    for root in roots:
+        found = detect(root.path)
+        report.unimported.extend(
+            f"{_display(folder, root.path, root.display)}: {reason}"
+            for folder, reason in found.skipped
+        )
+        units.extend(
+            _Unit(source, _display(source.path, root.path, root.display), root)
+            for source in found.sources
+        )
+    if not any(unit.source.kind != "skill" for unit in units) and report.unimported:
+        more = len(report.unimported) - 1
+        raise ImportFailure(
+            "nothing imported: "
+            + report.unimported[0]
+            + (f" (and {more} more folder(s) with results)" if more else "")
+        )
+    if not units:
+        raise ImportFailure(
+            "no workspace found here (expected eval-magic iteration folders, "
+            "a promoted baseline, a skill-creator workspace or a skill folder)",
+            path=roots[0].display if len(roots) == 1 else None,
+        )
+    outer = transaction.atomic() if dry_run or not keep_going else nullcontext()
+    try:
+        with outer:
+            _Importer(report, keep_going=keep_going).run(units, progress)
+            if dry_run:
+                raise _Rollback
+    except _Rollback:
+        pass
     return report
 
 
-def _import_sources(
-    sources: list[tuple[Source, str]], report: ImportReport, progress: Progress | None
-) -> None:
-    writer = Writer(report)
-    skills: dict[str, SkillDefinitions] = {}
-    # Skill folders first: their evals.json tells what the iterations' evals were.
-    for source, display in sources:
-        if source.kind == "skill":
-            definitions = _skill_definitions(source.path, display=display)
-            for name in {definitions.skill_name, source.skill_name}:
-                # Two folders for one skill (a copy without evals): the one with evals wins.
-                if name not in skills or not skills[name].evals:
-                    skills[name] = definitions
-            writer.write_definitions(definitions)
-    units = [(s, d) for s, d in sources if s.kind != "skill"]
-    for done, (source, display) in enumerate(units, start=1):
-        tree = read_tree(source.path, display=display)
-        label = source.label if source.kind != "baseline" else ""
-        if label and writer.skip_unchanged(content_hash=tree.digest(), label=label):
+class _Importer:
+    """One import: skill folders first (they name skills and define their evals), then
+    every iteration, each linked to the definitions that sat beside it."""
+
+    def __init__(self, report: ImportReport, *, keep_going: bool):
+        self.report = report
+        self.keep_going = keep_going
+        self.writer = Writer(report)
+        #: Skill folders' definitions by folder; None when the folder was rejected.
+        self.folders: dict[Path, SkillDefinitions | None] = {}
+
+    def run(self, units: list[_Unit], progress: Progress | None) -> None:
+        for unit in units:
+            if unit.source.kind == "skill":
+                self._guarded(unit.display, lambda unit=unit: self._skill_folder(unit))
+        iterations = [unit for unit in units if unit.source.kind != "skill"]
+        for done, unit in enumerate(iterations, start=1):
+            self._guarded(unit.display, lambda unit=unit: self._iteration(unit))
             if progress:
-                progress(done, len(units), display)
-            continue
-        known = _known_definitions(source, skills)
-        if source.kind == "eval-magic":
-            parsed = eval_magic.read_iteration(
-                tree, skill_name=source.skill_name, label=source.label, definitions=known
-            )
-        elif source.kind == "baseline":
-            parsed = baseline.read_baseline(tree, skill_name=source.skill_name, definitions=known)
-        else:
-            parsed = skill_creator.read_iteration(
-                tree, skill_name=source.skill_name, label=source.label, definitions=known
-            )
-        if parsed.skill_name in skills:
-            parsed.skill_description = skills[parsed.skill_name].description
-        writer.write_iteration(parsed)
-        if progress:
-            progress(done, len(units), display)
-    writer.renumber()
+                progress(done, len(iterations), unit.display)
+        with transaction.atomic():
+            self.writer.renumber()
+
+    def _guarded(self, display: str, step: Callable[[], None]) -> None:
+        """Run one step; with keep_going, in its own transaction, a failure recorded."""
+        if not self.keep_going:
+            step()
+            return
+        saved = self.writer.checkpoint()
+        try:
+            with transaction.atomic():
+                step()
+        except ImportFailure as exc:
+            self.writer.restore(saved)
+            self.report.rejected.append(exc.message)
+
+    def _skill_folder(self, unit: _Unit) -> None:
+        folder = unit.source.path.resolve()
+        self.folders[folder] = None
+        pointed_at = unit.source.path.resolve() == unit.root.path.resolve()
+        definitions = _skill_definitions(unit.source.path, display=unit.display, strict=pointed_at)
+        for warning in definitions.warnings:
+            self.report.notes.append(warning)
+        self.writer.write_definitions(definitions)
+        self.folders[folder] = definitions
+
+    def _iteration(self, unit: _Unit) -> None:
+        source = unit.source
+        owner = source.skill_folder.resolve() if source.skill_folder else None
+        if owner is not None and owner in self.folders and self.folders[owner] is None:
+            raise ImportFailure("not imported: its skill folder was rejected", path=unit.display)
+        definitions = self.folders.get(owner) if owner else None
+        tree = read_tree(source.path, display=unit.display)
+        hint_name, known, warnings = self._known_definitions(source, definitions)
+        skill_name = _skill_name(source, tree, definitions, hint_name)
+        label = source.label if source.kind != "baseline" else ""
+        if label and self.writer.skip_unchanged(
+            skill_name=skill_name, content_hash=tree.digest(), label=label
+        ):
+            return
+        if not known:
+            known = _stored_definitions(skill_name)
+        parsed = _read(source, tree, skill_name=skill_name, definitions=known)
+        parsed.notices.extend(warnings)
+        if definitions is not None and definitions.skill_name == skill_name:
+            parsed.skill_description = definitions.description
+        if unit.root.provenance:
+            parsed.provenance = {**parsed.provenance, **unit.root.provenance}
+        if parsed.generated_at is None:
+            parsed.generated_at = unit.root.generated_at
+        self.writer.write_iteration(parsed)
+
+    def _known_definitions(
+        self, source: Source, definitions: SkillDefinitions | None
+    ) -> tuple[str | None, dict[str, EvalDefinition], list[str]]:
+        """(skill_name, definitions, warnings) an iteration is checked against, nearest first.
+
+        A copy inside the iteration (runevals writes one) is exactly what ran; then the
+        skill folder it belongs to; then an evals.json beside it. None of these is a file the
+        user asked to import, so an invalid one is a warning, not a rejection.
+        """
+        warnings: list[str] = []
+        neighbours = [source.path.parent / "evals.json"]
+        if source.kind != "baseline":
+            neighbours.append(source.path.parent / "evals" / "evals.json")
+        for candidate in [source.path / "evals.json", None, *neighbours]:
+            if candidate is None:
+                if definitions is not None and definitions.evals:
+                    return None, definitions.evals, warnings
+                continue
+            if candidate.is_file():
+                name, evals, warning = read_evals_hint(
+                    candidate.read_bytes(), display=str(candidate)
+                )
+                if warning is None:
+                    return name, evals, warnings
+                warnings.append(warning)
+        return None, {}, warnings
 
 
-def _skill_definitions(folder: Path, *, display: str) -> SkillDefinitions:
+def _skill_name(
+    source: Source,
+    tree: Any,
+    definitions: SkillDefinitions | None,
+    hint_name: str | None,
+) -> str:
+    """The identity rule (SPEC §2): SKILL.md's `name`, then evals.json's `skill_name`, then a
+    skill-creator benchmark's non-placeholder `metadata.skill_name`, then the folder name."""
+    if definitions is not None:
+        return definitions.skill_name
+    if hint_name:
+        return hint_name
+    if source.kind == "skill-creator" and (raw := tree.get("benchmark.json")) is not None:
+        data = jsonfiles.parse_json(raw, display=tree.shown("benchmark.json"))
+        metadata = data.get("metadata") if isinstance(data, dict) else None
+        declared = metadata.get("skill_name") if isinstance(metadata, dict) else None
+        if isinstance(declared, str) and declared.strip() and not PLACEHOLDER.match(declared):
+            return declared.strip()
+    return source.folder_name
+
+
+def _read(
+    source: Source, tree: Any, *, skill_name: str, definitions: dict[str, EvalDefinition]
+) -> ParsedIteration:
+    if source.kind == "eval-magic":
+        return eval_magic.read_iteration(
+            tree, skill_name=skill_name, label=source.label, definitions=definitions
+        )
+    if source.kind == "baseline":
+        return baseline.read_baseline(tree, skill_name=skill_name, definitions=definitions)
+    return skill_creator.read_iteration(
+        tree, skill_name=skill_name, label=source.label, definitions=definitions
+    )
+
+
+def _skill_definitions(folder: Path, *, display: str, strict: bool) -> SkillDefinitions:
     skill_md = folder / "SKILL.md"
     evals_json = folder / "evals" / "evals.json"
     return read_skill_definitions(
@@ -108,30 +264,8 @@ def _skill_definitions(folder: Path, *, display: str) -> SkillDefinitions:
         evals_json=evals_json.read_bytes() if evals_json.is_file() else None,
         folder_name=folder.name,
         display=display,
+        strict=strict,
     )
-
-
-def _known_definitions(
-    source: Source, skills: dict[str, SkillDefinitions]
-) -> dict[str, EvalDefinition]:
-    """The evals.json definitions an iteration is checked against, nearest first.
-
-    A copy inside the iteration (runevals writes one) is exactly what ran; then a skill
-    folder in the same import; then an evals.json beside the iteration; then the newest
-    definitions imported earlier for the skill.
-    """
-    own = source.path / "evals.json"
-    if own.is_file():
-        return parse_evals_json(own.read_bytes(), display=str(own))[1]
-    if source.skill_name in skills:
-        return skills[source.skill_name].evals
-    neighbours = [source.path.parent / "evals.json"]
-    if source.kind != "baseline":
-        neighbours.append(source.path.parent / "evals" / "evals.json")
-    for candidate in neighbours:
-        if candidate.is_file():
-            return parse_evals_json(candidate.read_bytes(), display=str(candidate))[1]
-    return _stored_definitions(source.skill_name)
 
 
 def _stored_definitions(skill_name: str) -> dict[str, EvalDefinition]:
@@ -165,8 +299,8 @@ def _display(path: Path, root: Path, display: str) -> str:
 
 
 @contextmanager
-def _materialised(paths: list[Path | str]) -> Iterator[list[tuple[Path, str]]]:
-    """(folder, how to name it in messages) per path, extracting archives to a temp folder."""
+def _materialised(paths: list[Path | str]) -> Iterator[list[ImportRoot]]:
+    """An ImportRoot per path, extracting archives to a temporary folder."""
     temp = Path(tempfile.mkdtemp(prefix="evalsite-import-"))
     try:
         roots = []
@@ -175,7 +309,7 @@ def _materialised(paths: list[Path | str]) -> Iterator[list[tuple[Path, str]]]:
             if not path.exists():
                 raise ImportFailure("no such file or folder", path=str(given))
             if path.is_dir():
-                roots.append((path, str(given).rstrip("/") or "/"))
+                roots.append(ImportRoot(path, str(given).rstrip("/") or "/"))
                 continue
             if archive_kind(path) is None:
                 raise ImportFailure(
@@ -191,7 +325,8 @@ def _materialised(paths: list[Path | str]) -> Iterator[list[tuple[Path, str]]]:
                 max_bytes=settings.EVALSITE_ARCHIVE_MAX_BYTES,
                 max_files=settings.EVALSITE_ARCHIVE_MAX_FILES,
             )
-            roots.append((root, str(given) if root == into else f"{given}!/{root.name}"))
+            display = str(given) if root == into else f"{given}!/{root.name}"
+            roots.append(ImportRoot(root, display))
         yield roots
     finally:
         shutil.rmtree(temp, ignore_errors=True)
@@ -203,3 +338,6 @@ def _archive_stem(path: Path) -> str:
         if name.lower().endswith(suffix):
             return name[: -len(suffix)] or "archive"
     return name
+
+
+__all__ = ["ImportRoot", "import_roots", "import_workspace"]

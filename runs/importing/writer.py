@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -41,6 +42,10 @@ class ImportReport:
     counts: dict[str, Counter] = field(default_factory=lambda: {k: Counter() for k in KINDS})
     notes: list[str] = field(default_factory=list)
     dry_run: bool = False
+    #: One line per iteration or skill folder refused under `keep_going`.
+    rejected: list[str] = field(default_factory=list)
+    #: "<folder>: <reason>" for each folder holding results that the import did not read.
+    unimported: list[str] = field(default_factory=list)
 
     def count(self, kind: str, outcome: str, n: int = 1) -> None:
         if n:
@@ -62,7 +67,17 @@ class ImportReport:
         line = "; ".join(parts) or "nothing to import"
         if self.notes:
             line += " (" + "; ".join(self.notes) + ")"
+        if self.rejected:
+            line += f"; {len(self.rejected)} rejected"
+        if self.unimported:
+            line += f"; {len(self.unimported)} folder(s) with results not imported"
         return ("Dry run, nothing saved: " if self.dry_run else "Imported ") + line
+
+    def details(self) -> list[str]:
+        """The lines behind the summary's counts: each rejection, each folder left out."""
+        return [f"rejected: {line}" for line in self.rejected] + [
+            f"not imported: {line}" for line in self.unimported
+        ]
 
 
 class Writer:
@@ -131,9 +146,27 @@ class Writer:
             self.eval_cases[key] = case
         return case
 
-    def skip_unchanged(self, *, content_hash: str, label: str) -> bool:
-        """Count and skip an iteration whose files were already imported byte for byte."""
-        existing = Iteration.objects.filter(content_hash=content_hash, label=label).first()
+    def checkpoint(self) -> tuple[object, ...]:
+        """What a rolled-back step must not leave behind: cached rows and counts."""
+        return (
+            dict(self.skills),
+            dict(self.eval_cases),
+            set(self.touched_skills),
+            copy.deepcopy(self.report.counts),
+            list(self.report.notes),
+        )
+
+    def restore(self, saved: tuple[object, ...]) -> None:
+        skills, cases, touched, counts, notes = saved
+        self.skills, self.eval_cases, self.touched_skills = skills, cases, touched  # type: ignore[assignment]
+        self.report.counts, self.report.notes = counts, notes  # type: ignore[assignment]
+
+    def skip_unchanged(self, *, skill_name: str, content_hash: str, label: str) -> bool:
+        """Count and skip an iteration whose files were already imported byte for byte for
+        this skill (the same files under another skill's name are that skill's results)."""
+        existing = Iteration.objects.filter(
+            skill__name=skill_name, content_hash=content_hash, label=label
+        ).first()
         if existing is None:
             return False
         self.report.count("iterations", "skipped")

@@ -25,12 +25,23 @@ class Command(BaseCommand):
             action="store_true",
             help="Validate and report what would change, then roll everything back.",
         )
+        parser.add_argument(
+            "--keep-going",
+            action="store_true",
+            help="Import each valid iteration in its own transaction, list each rejected one "
+            "with its error, and exit 1 if any was rejected (default: all or nothing).",
+        )
 
-    def handle(self, *args: object, paths: list[Path], dry_run: bool, **options: object) -> None:
+    def handle(
+        self, *args: object, paths: list[Path], dry_run: bool, keep_going: bool, **options: object
+    ) -> None:
         show_progress = options["verbosity"] > 0 and self.stdout.isatty()
         try:
             report = import_workspace(
-                paths, dry_run=dry_run, progress=self._progress if show_progress else None
+                paths,
+                dry_run=dry_run,
+                keep_going=keep_going,
+                progress=self._progress if show_progress else None,
             )
         except ImportFailure as exc:
             if show_progress:
@@ -40,6 +51,10 @@ class Command(BaseCommand):
             self.stdout.write("\r\033[K", ending="")
         if options["verbosity"] > 0:
             self.stdout.write(report.summary())
+            for line in report.details():
+                self.stdout.write(f"  {line}")
+        if report.rejected:
+            raise CommandError(f"{len(report.rejected)} rejected: {report.rejected[0]}")
 
     def _progress(self, done: int, total: int, name: str) -> None:
         if total < PROGRESS_THRESHOLD:
