@@ -11,7 +11,6 @@ from runs.models import SourceKind
 
 from . import jsonfiles
 from .definitions import matches_what_ran
-from .errors import ImportFailure
 from .records import (
     EvalDefinition,
     ParsedCondition,
@@ -111,13 +110,12 @@ def read_iteration(
             )
         )
 
-    for eval_dir, condition, run_index, prefix in _run_folders(tree):
+    undeclared: dict[str, list[str]] = defaultdict(list)
+    for eval_dir, condition, run_index, prefix in _run_folders(tree, iteration.notices):
         if condition not in declared:
-            raise ImportFailure(
-                f"condition folder {condition!r} matches no condition in conditions.json "
-                f"({', '.join(sorted(declared))})",
-                path=tree.shown(f"{eval_dir}/{condition}"),
-            )
+            # eval-magic reads only the conditions it declared; a stray folder is ignored.
+            undeclared[condition].append(eval_dir)
+            continue
         iteration.runs.append(
             _read_run(
                 tree,
@@ -127,34 +125,46 @@ def read_iteration(
                 run_index=run_index,
             )
         )
+    for condition, eval_dirs in sorted(undeclared.items()):
+        iteration.notices.append(
+            f"condition folder {condition!r} in {len(set(eval_dirs))} eval folder(s) "
+            f"(first {tree.shown(eval_dirs[0] + '/' + condition)}) is not declared in "
+            f"conditions.json ({', '.join(sorted(declared))}); it was ignored"
+        )
+    with_runs = {run.condition for run in iteration.runs}
+    for name in declared:
+        if name not in with_runs:
+            iteration.notices.append(f"condition {name!r} of conditions.json has no runs")
     iteration.evals = resolve_definitions(iteration.runs, definitions)
     return iteration
 
 
-def _run_folders(tree: FileTree) -> list[tuple[str, str, int, str]]:
-    """(eval folder, condition, run index, path prefix) of every run, flat or run-<k>."""
-    cells: dict[tuple[str, str], dict[str, Any]] = defaultdict(lambda: {"flat": False, "runs": {}})
+def _run_folders(tree: FileTree, notices: list[str]) -> list[tuple[str, str, int, str]]:
+    """(eval folder, condition, run index, path prefix) of every run, flat or run-<k>.
+
+    As in eval-magic, `run-<k>/` folders win over a flat run file beside them (named in a
+    warning), and `run-0` is a run like any other.
+    """
+    cells: dict[tuple[str, str], dict[str, Any]] = defaultdict(lambda: {"flat": [], "runs": {}})
     for relpath in tree.sizes:
         parts = relpath.split("/")
         if len(parts) < 3 or not parts[0].startswith("eval-"):
             continue
         cell = cells[(parts[0], parts[1])]
         if len(parts) == 3 and parts[2] in RUN_FILES:
-            cell["flat"] = True
+            cell["flat"].append(parts[2])
         elif len(parts) >= 4 and (m := RUN_DIR.match(parts[2])) and parts[3] in RUN_FILES:
             cell["runs"][int(m.group(1))] = f"{parts[0]}/{parts[1]}/{parts[2]}/"
     found = []
     for (eval_dir, condition), cell in sorted(cells.items()):
         if cell["flat"] and cell["runs"]:
-            raise ImportFailure(
-                "holds both a flat run and run-<k> folders; expected one layout per cell",
-                path=tree.shown(f"{eval_dir}/{condition}"),
+            notices.append(
+                f"{tree.shown(f'{eval_dir}/{condition}')} holds run-<k> folders and a flat "
+                f"{sorted(cell['flat'])[0]}; the run folders were imported, the flat files ignored"
             )
-        if cell["flat"]:
+        elif cell["flat"]:
             found.append((eval_dir, condition, 1, f"{eval_dir}/{condition}/"))
         for index, prefix in sorted(cell["runs"].items()):
-            if index < 1:
-                raise ImportFailure("run folders are numbered from run-1", path=tree.shown(prefix))
             found.append((eval_dir, condition, index, prefix))
     return found
 

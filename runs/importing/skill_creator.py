@@ -8,6 +8,8 @@ the expectations; 0 tokens with 0 time means "not recorded"; eval ids become str
 from __future__ import annotations
 
 import contextlib
+import copy
+import os
 import re
 from collections import defaultdict
 from typing import Any
@@ -17,6 +19,7 @@ from runs.models import SourceKind
 
 from . import jsonfiles
 from .definitions import matches_what_ran
+from .detect import NOT_CONFIGURATIONS, natural_key
 from .errors import ImportFailure
 from .eval_magic import eval_magic_grading, parse_timestamp, reconstructed_definition
 from .records import (
@@ -29,9 +32,11 @@ from .records import (
     ParsedRun,
     fingerprint,
 )
-from .tree import FileTree
+from .tree import FileTree, is_skipped_dir
 
 RUN_DIR = re.compile(r"^run-(\d+)$")
+#: Template values skill-creator leaves where an agent did not fill a field in.
+PLACEHOLDER = re.compile(r"^\s*<[^<>]*>\s*$")
 RUN_FILES = ("grading.json", "timing.json")
 #: Treatment first, like eval-magic's conditions_compared.
 CONFIG_ORDER = ["with_skill", "new_skill", "without_skill", "old_skill"]
@@ -51,14 +56,16 @@ def read_iteration(
         )
     metadata = (benchmark or {}).get("metadata") or {}
     timestamp = metadata.get("timestamp") or ""
+    model = str(metadata.get("executor_model") or "")
     iteration = ParsedIteration(
-        skill_name=str(metadata.get("skill_name") or skill_name),
+        skill_name=skill_name,
         label=label,
         source_kind=SourceKind.SKILL_CREATOR,
         source_key=f"{label}@{timestamp}",
         source_path=tree.display,
         content_hash=tree.digest(),
-        agent_model=str(metadata.get("executor_model") or ""),
+        # "<model-name>" is the template's placeholder: the model was not recorded.
+        agent_model="" if PLACEHOLDER.match(model) else model,
         harness="skill-creator",
         generated_at=parse_timestamp(timestamp),
         recorded_benchmark=benchmark,
@@ -66,8 +73,12 @@ def read_iteration(
     if benchmark and isinstance(benchmark.get("notes"), list):
         iteration.extra["benchmark_notes"] = benchmark["notes"]
 
-    metadata_by_dir = _eval_metadata(tree)
-    runs = [_read_run(tree, *cell, metadata_by_dir) for cell in _run_folders(tree)]
+    eval_dirs = _eval_dirs(tree)
+    metadata_by_dir = _eval_metadata(tree, eval_dirs)
+    _check_unique_ids(tree, eval_dirs, metadata_by_dir)
+    runs: list[ParsedRun] = []
+    for cell in _run_folders(tree, eval_dirs, iteration.notices):
+        runs.extend(_read_run(tree, *cell, metadata_by_dir))
     if not runs and benchmark and benchmark.get("runs"):
         runs = _runs_from_benchmark(benchmark, display=tree.shown("benchmark.json"))
     if not runs:
@@ -104,47 +115,127 @@ def read_iteration(
     return iteration
 
 
-def _eval_metadata(tree: FileTree) -> dict[str, dict[str, Any]]:
-    found = {}
-    for relpath, raw in tree.files.items():
+def _eval_dirs(tree: FileTree) -> list[str]:
+    """The iteration's eval folders (relative paths), whatever their names: `eval-*`, or a
+    folder holding `eval_metadata.json` or `<configuration>/[run-<k>/]grading.json`; also
+    inside the older `runs/` layer. skill-creator's instructions let agents name them."""
+    found: set[str] = set()
+    for relpath in tree.sizes:
         parts = relpath.split("/")
-        if len(parts) == 2 and parts[0].startswith("eval-") and parts[1] == "eval_metadata.json":
-            found[parts[0]] = jsonfiles.load(
+        if parts[0] == "runs" and len(parts) > 2:
+            parts = parts[1:]
+            base = "runs/"
+        else:
+            base = ""
+        if len(parts) < 2 or RUN_DIR.match(parts[0]) or parts[0] in NOT_CONFIGURATIONS:
+            continue
+        name = parts[0]
+        if (
+            name.startswith("eval-")
+            or parts[1] == "eval_metadata.json"
+            or (len(parts) == 3 and parts[2] == "grading.json" and _is_config(parts[1]))
+            or (
+                len(parts) == 4
+                and parts[3] == "grading.json"
+                and _is_config(parts[1])
+                and RUN_DIR.match(parts[2])
+            )
+        ):
+            found.add(base + name)
+    for extra in _dirs_on_disk(tree, "") + [f"runs/{d}" for d in _dirs_on_disk(tree, "runs")]:
+        if extra.split("/")[-1].startswith("eval-"):
+            found.add(extra)  # an eval folder whose runs hold nothing yet
+    return sorted(found, key=natural_key)
+
+
+def _is_config(name: str) -> bool:
+    return not RUN_DIR.match(name) and name not in NOT_CONFIGURATIONS
+
+
+def _dirs_on_disk(tree: FileTree, relative: str) -> list[str]:
+    """Sub-folders of a folder of the tree, empty ones included (a declared run slot may be
+    an empty folder: a missing grading, not nothing)."""
+    folder = tree.root / relative if relative else tree.root
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(
+                e.name
+                for e in entries
+                if e.is_dir(follow_symlinks=False) and not is_skipped_dir(e.name)
+            )
+    except OSError:
+        return []
+
+
+def _eval_metadata(tree: FileTree, eval_dirs: list[str]) -> dict[str, dict[str, Any]]:
+    found = {}
+    for eval_dir in eval_dirs:
+        relpath = f"{eval_dir}/eval_metadata.json"
+        if (raw := tree.files.get(relpath)) is not None:
+            found[eval_dir] = jsonfiles.load(
                 raw, "skill-creator-eval-metadata", display=tree.shown(relpath)
             )
     return found
 
 
-def _run_folders(tree: FileTree) -> list[tuple[str, str, int, str]]:
-    """(eval folder, configuration, run number, prefix) for flat and run-<k> layouts."""
-    cells: dict[tuple[str, str], dict[str, Any]] = defaultdict(lambda: {"flat": False, "runs": {}})
-    for relpath in tree.sizes:
-        parts = relpath.split("/")
-        if len(parts) < 3 or not parts[0].startswith("eval-") or parts[1] == "outputs":
-            continue
-        cell = cells[(parts[0], parts[1])]
-        if len(parts) == 3 and parts[2] in RUN_FILES:
-            cell["flat"] = True
-        elif len(parts) >= 4 and (m := RUN_DIR.match(parts[2])) and parts[3] in RUN_FILES:
-            cell["runs"][int(m.group(1))] = f"{parts[0]}/{parts[1]}/{parts[2]}/"
-    found = []
-    for (eval_dir, config), cell in sorted(cells.items()):
-        if cell["flat"] and cell["runs"]:
+def _check_unique_ids(
+    tree: FileTree, eval_dirs: list[str], metadata_by_dir: dict[str, dict[str, Any]]
+) -> None:
+    seen: dict[str, str] = {}
+    for eval_dir in eval_dirs:
+        eval_id = _eval_id(eval_dir, metadata_by_dir.get(eval_dir))
+        if eval_id in seen:
             raise ImportFailure(
-                "holds both a flat run and run-<k> folders; expected one layout per cell",
-                path=tree.shown(f"{eval_dir}/{config}"),
+                f"eval id {eval_id!r} is also the id of {seen[eval_id]}/; "
+                "expected one folder per eval",
+                path=tree.shown(f"{eval_dir}/eval_metadata.json")
+                if eval_dir in metadata_by_dir
+                else tree.shown(eval_dir),
+                pointer="/eval_id" if eval_dir in metadata_by_dir else None,
             )
-        if cell["flat"]:
-            found.append((eval_dir, config, 1, f"{eval_dir}/{config}/"))
-        for index, prefix in sorted(cell["runs"].items()):
-            found.append((eval_dir, config, index, prefix))
+        seen[eval_id] = eval_dir
+
+
+def _run_folders(
+    tree: FileTree, eval_dirs: list[str], notices: list[str]
+) -> list[tuple[str, str, int, str]]:
+    """(eval folder, configuration, run number, prefix) for flat and run-<k> layouts.
+
+    Every configuration folder is a declared run slot, and so is every `run-<k>/` in it,
+    even empty or holding only `outputs/`: such a run is a missing grading, as eval-magic
+    counts it. Where a flat grading.json sits beside `run-<k>/` folders, the run folders win
+    (as in eval-magic and skill-creator), and the flat file is named in a warning.
+    """
+    found = []
+    for eval_dir in eval_dirs:
+        for config in _dirs_on_disk(tree, eval_dir):
+            if not _is_config(config):
+                continue
+            cell = f"{eval_dir}/{config}"
+            runs = {
+                int(m.group(1)): f"{cell}/{name}/"
+                for name in _dirs_on_disk(tree, cell)
+                if (m := RUN_DIR.match(name))
+            }
+            flat = [name for name in RUN_FILES if f"{cell}/{name}" in tree.sizes]
+            if runs and flat:
+                notices.append(
+                    f"{tree.shown(cell)} holds run-<k> folders and a flat {flat[0]}; "
+                    "the run folders were imported and the flat file ignored"
+                )
+            if 0 in runs:
+                notices.append(f"{tree.shown(cell)}: run folders are numbered from run-0")
+            if not runs:
+                found.append((eval_dir, config, 1, f"{cell}/"))
+            for index, prefix in sorted(runs.items()):
+                found.append((eval_dir, config, index, prefix))
     return found
 
 
 def _eval_id(eval_dir: str, metadata: dict[str, Any] | None) -> str:
     if metadata and metadata.get("eval_id") is not None:
         return str(metadata["eval_id"])
-    return eval_dir.removeprefix("eval-")
+    return eval_dir.split("/")[-1].removeprefix("eval-")
 
 
 def _read_run(
@@ -154,7 +245,8 @@ def _read_run(
     run_index: int,
     prefix: str,
     metadata_by_dir: dict[str, dict[str, Any]],
-) -> ParsedRun:
+) -> list[ParsedRun]:
+    """One run, or one per eval when a grading.json's expectations carry their own eval_id."""
     metadata = metadata_by_dir.get(eval_dir)
     run = ParsedRun(
         eval_id=_eval_id(eval_dir, metadata),
@@ -168,13 +260,16 @@ def _read_run(
         timing = jsonfiles.load(raw, "timing", display=tree.shown(prefix + "timing.json"))
         tokens = timing.get("total_tokens")
         duration = timing.get("duration_ms")
-        if duration is None and timing.get("total_duration_seconds") is not None:
+        if not duration and timing.get("total_duration_seconds"):
             duration = timing["total_duration_seconds"] * 1000
-        if not tokens and not duration:
-            tokens = duration = None  # skill-creator writes zeros when it recorded nothing
+        # skill-creator writes zeros for what it did not record: 0 tokens is never a
+        # measurement (a run that ran used tokens), 0 ms with 0 tokens neither.
+        tokens = tokens or None
+        duration = duration if duration or tokens else None
         run.total_tokens = tokens
         run.duration_ms = round(duration) if duration is not None else None
         run.timing_source = "skill-creator" if tokens or duration else ""
+    per_eval: dict[str, list[dict[str, Any]]] = {}
     if (raw := tree.files.get(prefix + "grading.json")) is not None:
         display = tree.shown(prefix + "grading.json")
         data = jsonfiles.parse_json(raw, display=display)
@@ -183,6 +278,7 @@ def _read_run(
             run.grading = eval_magic_grading(data)
         else:
             jsonfiles.validate(data, "skill-creator-grading", display=display)
+            per_eval = _expectations_by_eval(data["expectations"], default=run.eval_id)
             run.grading = skill_creator_grading(data)
     outputs = []
     for relpath in tree.under(prefix + "outputs/"):
@@ -197,7 +293,32 @@ def _read_run(
         outputs.append(entry)
     if outputs:
         run.artifacts["outputs"] = outputs
-    return run
+    if len(per_eval) <= 1:
+        return [run]
+    # One grading.json graded several evals (each expectation names its eval): split it, or
+    # 26 assertions of 5 evals would count as one run of one eval.
+    split = []
+    for eval_id, expectations in per_eval.items():
+        part = copy.copy(run)
+        part.eval_id = eval_id
+        part.artifacts = dict(run.artifacts)
+        part.grading = skill_creator_grading({"expectations": expectations})
+        part.grading.extra = run.grading.extra if run.grading else {}
+        if eval_id != run.eval_id:
+            part.prompt = ""
+        split.append(part)
+    return split
+
+
+def _expectations_by_eval(
+    expectations: list[dict[str, Any]], *, default: str
+) -> dict[str, list[dict[str, Any]]]:
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for expectation in expectations:
+        eval_id = expectation.get("eval_id")
+        key = default if eval_id is None or eval_id == "" else str(eval_id)
+        grouped.setdefault(key, []).append(expectation)
+    return grouped
 
 
 def skill_creator_grading(data: dict[str, Any], *, format: str = "skill-creator") -> ParsedGrading:
@@ -277,8 +398,8 @@ def _runs_from_benchmark(benchmark: dict[str, Any], *, display: str) -> list[Par
             )
             grading.summary_computed = False
         seconds, tokens = result.get("time_seconds"), result.get("tokens")
-        if not seconds and not tokens:
-            seconds = tokens = None
+        tokens = tokens or None  # zeros are what skill-creator writes when it recorded nothing
+        seconds = seconds if seconds or tokens else None
         runs.append(
             ParsedRun(
                 eval_id=key[0],
@@ -302,6 +423,27 @@ def _definitions(
     known: dict[str, EvalDefinition],
 ) -> dict[str, EvalDefinition]:
     by_id = {_eval_id(d, m): (d, m) for d, m in metadata_by_dir.items()}
+    candidates: dict[str, EvalDefinition] = {}
+    for eval_id, (eval_dir, metadata) in by_id.items():
+        like = known.get(eval_id)
+        same_prompt = (
+            like is not None and like.prompt.strip() == (metadata.get("prompt") or "").strip()
+        )
+        candidates[eval_id] = EvalDefinition(
+            eval_id=eval_id,
+            definition=metadata,
+            origin="eval_metadata.json",
+            dialect="skill-creator",
+            name=str(metadata.get("eval_name") or eval_dir.split("/")[-1].removeprefix("eval-")),
+            prompt=metadata.get("prompt") or "",
+            expected_output=like.expected_output if like and same_prompt else "",
+            assertions=case_assertions(metadata),
+            skill_should_trigger=like.skill_should_trigger if like else True,
+        )
+    for eval_id, definition in known.items():
+        candidates.setdefault(eval_id, definition)
+    _align_result_ids(runs, candidates)
+
     graded_by_eval: dict[str, set[str]] = defaultdict(set)
     for run in runs:
         if run.grading:
@@ -312,20 +454,7 @@ def _definitions(
             continue
         graded = graded_by_eval[run.eval_id]
         if run.eval_id in by_id:
-            eval_dir, metadata = by_id[run.eval_id]
-            assertions = case_assertions(metadata)
-            resolved[run.eval_id] = EvalDefinition(
-                eval_id=run.eval_id,
-                definition=metadata,
-                origin="eval_metadata.json",
-                dialect="skill-creator",
-                name=str(metadata.get("eval_name") or eval_dir.removeprefix("eval-")),
-                prompt=metadata.get("prompt") or "",
-                assertions=assertions,
-                skill_should_trigger=(
-                    known[run.eval_id].skill_should_trigger if run.eval_id in known else True
-                ),
-            )
+            resolved[run.eval_id] = candidates[run.eval_id]
             continue
         definition = known.get(run.eval_id)
         if definition and matches_what_ran(definition, prompt=run.prompt, assertion_ids=graded):
@@ -335,3 +464,30 @@ def _definitions(
                 run.eval_id, prompt=run.prompt, assertion_ids=graded, like=definition
             )
     return resolved
+
+
+def _align_result_ids(runs: list[ParsedRun], definitions: dict[str, EvalDefinition]) -> None:
+    """Give each result the id of the definition's assertion it grades.
+
+    Results carry only the expectation's text, slugged into an id; a definition's assertion
+    object may be `{name, description}` or `{id, text}`. Where the text is the assertion's
+    text, description or name, the result takes the assertion's id, so both sides agree.
+    """
+    for run in runs:
+        definition = definitions.get(run.eval_id)
+        if run.grading is None or definition is None:
+            continue
+        ids = {a["id"] for a in definition.assertions}
+        by_text: dict[str, str] = {}
+        for assertion in definition.assertions:
+            for key in ("text", "description", "name", "rubric"):
+                value = assertion.get(key)
+                if isinstance(value, str) and value.strip():
+                    by_text.setdefault(_norm(value), assertion["id"])
+        for result in run.grading.results:
+            if result.assertion_id not in ids and (found := by_text.get(_norm(result.text))):
+                result.assertion_id = found
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).casefold()

@@ -319,9 +319,11 @@ class Writer:
     def _reviews(self, parsed: ParsedIteration, runs_by_relpath: dict[str, Run]) -> None:
         if not parsed.reviews:
             return
-        by_feedback_id = {
-            relpath.replace("/", "-"): run for relpath, run in runs_by_relpath.items()
-        }
+        by_feedback_id = {}
+        for relpath, run in runs_by_relpath.items():
+            by_feedback_id[relpath.replace("/", "-")] = run
+            # The older layout keeps eval folders under runs/; feedback names them without it.
+            by_feedback_id.setdefault(relpath.removeprefix("runs/").replace("/", "-"), run)
         unmatched = []
         for review in parsed.reviews:
             run = by_feedback_id.get(review.run_relpath_key)

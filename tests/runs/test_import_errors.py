@@ -163,23 +163,6 @@ def test_a_schema_violation_in_evals_json_is_rejected(tmp_path: Path, existing: 
     assert row_counts() == existing
 
 
-def test_a_condition_folder_missing_from_conditions_json_is_rejected(
-    tmp_path: Path, existing: dict
-) -> None:
-    folder = eval_magic_iteration(
-        tmp_path / "ws",
-        cells={("alpha", "with_skill"): [{"a": True}], ("alpha", "with_skil"): [{"a": True}]},
-    )
-
-    message = failure([folder])
-
-    assert message == (
-        f"{folder}/eval-alpha/with_skil: condition folder 'with_skil' matches no condition in "
-        "conditions.json (with_skill, without_skill)"
-    )
-    assert row_counts() == existing
-
-
 def test_duplicate_eval_ids_are_rejected(tmp_path: Path, existing: dict) -> None:
     case = {"id": "same", "prompt": "p", "expected_output": "e"}
     folder = skill_folder(tmp_path, name="dup", evals=[case, dict(case)])
