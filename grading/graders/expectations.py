@@ -53,7 +53,7 @@ def case_assertions(case: Mapping[str, Any]) -> list[dict[str, Any]]:
         return judge_assertions(texts, guidance=str(case.get("grading_guidance") or ""))
     items = list(case.get("assertions") or [])
     if all(isinstance(item, Mapping) and "type" in item for item in items):
-        return [dict(item) for item in items]
+        return _with_ids([dict(item) for item in items])
     texts = [
         item
         if isinstance(item, str)
@@ -64,6 +64,29 @@ def case_assertions(case: Mapping[str, Any]) -> list[dict[str, Any]]:
     for assertion, item in zip(assertions, items, strict=True):
         if isinstance(item, Mapping) and item.get("id"):
             assertion["id"] = str(item["id"])
+    return assertions
+
+
+def _with_ids(assertions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Typed assertions without an `id` get a stable one: a slug of what they say, else
+    their type and position, so a regrade and a re-import name them the same way."""
+    taken = {str(a["id"]) for a in assertions if a.get("id")}
+    for position, assertion in enumerate(assertions, start=1):
+        if assertion.get("id"):
+            continue
+        said = next(
+            (
+                str(assertion[key])
+                for key in ("name", "description", "text", "rubric")
+                if isinstance(assertion.get(key), str) and assertion[key].strip()
+            ),
+            "",
+        )
+        candidate = slugify(said) if said else f"{slugify(str(assertion['type']))}-{position}"
+        while candidate in taken:
+            candidate = f"{candidate}-{position}"
+        taken.add(candidate)
+        assertion["id"] = candidate
     return assertions
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
+from runs.models import Role, role_for_condition
 from runs.stats import benchmark_disagreements, build_benchmark
 from runs.stats.rows import RunSample
 
@@ -80,9 +81,33 @@ def validity_warnings(parsed: ParsedIteration) -> list[str]:
                 f"({100 * sum(verdicts) / len(verdicts):.0f}%): the comparison is diluted"
             )
 
+    ours.extend(_assertion_set_warnings(parsed))
     ours.extend(_finding_warnings(parsed, recorded))
     ours.extend(_benchmark_cross_check(parsed))
+    ours.extend(_skill_creator_cross_check(parsed))
     return list(dict.fromkeys(recorded + ours))
+
+
+def _assertion_set_warnings(parsed: ParsedIteration) -> list[str]:
+    """Arms graded on different assertions are not compared like for like."""
+    graded: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for run in parsed.runs:
+        if run.grading is not None:
+            graded[run.eval_id][run.condition] |= {
+                r.assertion_id for r in run.grading.results if not r.is_meta
+            }
+    warnings = []
+    for eval_id, by_condition in sorted(graded.items()):
+        sets = list(by_condition.items())
+        if len(sets) < 2 or all(ids == sets[0][1] for _, ids in sets[1:]):
+            continue
+        shown = "; ".join(
+            f"{condition}: {', '.join(sorted(ids)[:MAX_NAMED]) or 'none'}"
+            + (f" and {len(ids) - MAX_NAMED} more" if len(ids) > MAX_NAMED else "")
+            for condition, ids in sorted(sets)
+        )
+        warnings.append(f"{eval_id}: the conditions were graded on different assertions ({shown})")
+    return warnings
 
 
 def _should_trigger(parsed: ParsedIteration, eval_id: str) -> bool:
@@ -165,3 +190,74 @@ def _benchmark_cross_check(parsed: ParsedIteration) -> list[str]:
     shown = "; ".join(problems[:MAX_NAMED])
     more = f" (and {len(problems) - MAX_NAMED} more)" if len(problems) > MAX_NAMED else ""
     return [f"recorded benchmark.json disagrees with the gradings: {shown}{more}"]
+
+
+#: skill-creator writes means rounded to a few decimals, often by hand: within this, agree.
+SKILL_CREATOR_TOLERANCE = 0.006
+
+
+def _number(value: Any) -> float | None:
+    """A recorded figure: a number, or a signed string like "+0.50"."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _skill_creator_cross_check(parsed: ParsedIteration) -> list[str]:
+    """Compare a skill-creator benchmark.json's run_summary and delta with the runs.
+
+    skill-creator's aggregator subtracts configurations in alphabetical folder order, so
+    its delta is `old_skill - with_skill` in revision mode: evalsite always shows
+    treatment - control, and says so when the recorded sign is the other way round.
+    """
+    recorded = parsed.recorded_benchmark
+    if not recorded or "conditions_compared" in recorded:
+        return []
+    summary = recorded.get("run_summary")
+    if not isinstance(summary, dict):
+        return []
+    rates: dict[str, list[float]] = defaultdict(list)
+    for run in parsed.runs:
+        if run.grading is not None and run.status != "errored":
+            rates[run.condition].append(run.grading.pass_rate)
+    means = {c: sum(v) / len(v) for c, v in rates.items() if v}
+    warnings = []
+    for condition, stats in sorted(summary.items()):
+        if condition == "delta" or not isinstance(stats, dict) or condition not in means:
+            continue
+        pass_rate = stats.get("pass_rate")
+        mean = _number(pass_rate.get("mean") if isinstance(pass_rate, dict) else pass_rate)
+        if mean is not None and abs(mean - means[condition]) > SKILL_CREATOR_TOLERANCE:
+            warnings.append(
+                f"recorded benchmark.json gives {condition} a mean pass rate of {mean:.3f}; "
+                f"its runs give {means[condition]:.3f}"
+            )
+    delta = summary.get("delta")
+    recorded_delta = _number(delta.get("pass_rate") if isinstance(delta, dict) else None)
+    treatment = [c for c in means if role_for_condition(c) == Role.TREATMENT]
+    control = [c for c in means if role_for_condition(c) == Role.CONTROL]
+    if recorded_delta is None or len(treatment) != 1 or len(control) != 1:
+        return warnings
+    ours = means[treatment[0]] - means[control[0]]
+    first, second = sorted([treatment[0], control[0]])
+    if abs(recorded_delta - ours) <= SKILL_CREATOR_TOLERANCE:
+        return warnings
+    if abs(recorded_delta + ours) <= SKILL_CREATOR_TOLERANCE:
+        warnings.append(
+            f"recorded benchmark.json's delta {recorded_delta:+.2f} is {first} - {second} "
+            f"(skill-creator subtracts in alphabetical order); evalsite shows treatment - "
+            f"control: {treatment[0]} - {control[0]} = {ours:+.2f}"
+        )
+    else:
+        warnings.append(
+            f"recorded benchmark.json's delta {recorded_delta:+.2f} disagrees with its runs: "
+            f"{treatment[0]} - {control[0]} = {ours:+.2f}"
+        )
+    return warnings
