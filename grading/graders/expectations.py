@@ -57,14 +57,25 @@ def case_assertions(case: Mapping[str, Any]) -> list[dict[str, Any]]:
     texts = [
         item
         if isinstance(item, str)
-        else str(item.get("text") or item.get("description") or item.get("id") or "")
+        else str(
+            item.get("text") or item.get("description") or item.get("name") or item.get("id") or ""
+        )
         for item in items
     ]
     assertions = judge_assertions(texts)
     for assertion, item in zip(assertions, items, strict=True):
-        if isinstance(item, Mapping) and item.get("id"):
+        if not isinstance(item, Mapping):
+            continue
+        # `{name, description}`: the name is the assertion's handle, the description its
+        # rubric; keep both so results that quote either line up (importer) with this id.
+        if item.get("name") and not item.get("id"):
+            assertion["id"] = slugify(str(item["name"]))
+        if item.get("id"):
             assertion["id"] = str(item["id"])
-    return assertions
+        for key in ("name", "description"):
+            if isinstance(item.get(key), str):
+                assertion[key] = item[key]
+    return _unique_ids(assertions)
 
 
 def _with_ids(assertions: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -87,6 +98,15 @@ def _with_ids(assertions: list[dict[str, Any]]) -> list[dict[str, Any]]:
             candidate = f"{candidate}-{position}"
         taken.add(candidate)
         assertion["id"] = candidate
+    return assertions
+
+
+def _unique_ids(assertions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: dict[str, int] = {}
+    for assertion in assertions:
+        seen[assertion["id"]] = seen.get(assertion["id"], 0) + 1
+        if seen[assertion["id"]] > 1:
+            assertion["id"] = f"{assertion['id']}-{seen[assertion['id']]}"
     return assertions
 
 

@@ -119,20 +119,19 @@ def is_eval_folder(path: Path) -> bool:
     return False
 
 
-def eval_folders(path: Path) -> list[Path]:
-    """The eval folders of a skill-creator iteration, with the older `runs/` layer."""
-    found = [d for d in _subdirs(path) if d.name != "runs" and is_eval_folder(d)]
-    runs = path / "runs"
-    if runs.is_dir():
-        found += [d for d in _subdirs(runs) if is_eval_folder(d)]
-    return found
-
-
 def _is_skill_creator_iteration(path: Path) -> bool:
+    """`eval-*/` folders, a skill-creator benchmark.json, or the older `runs/eval-*/`; eval
+    folders named otherwise count only in an `iteration-*` folder (skill-creator numbers its
+    iterations so), or any folder with a `<x>/<y>/grading.json` would pass for one."""
     benchmark = path / "benchmark.json"
     if benchmark.is_file() and not _is_eval_magic_benchmark(benchmark):
         return True
-    return bool(eval_folders(path))
+    subdirs = _subdirs(path)
+    if any(d.name.startswith("eval-") or (d / "eval_metadata.json").is_file() for d in subdirs):
+        return True
+    if (path / "runs").is_dir() and any(is_eval_folder(d) for d in _subdirs(path / "runs")):
+        return True
+    return path.name.startswith("iteration") and any(is_eval_folder(d) for d in subdirs)
 
 
 def _eval_magic_folder_name(path: Path) -> str:
