@@ -8,7 +8,8 @@ from django import forms
 class ShareForm(forms.Form):
     """The Share button's form, in every shareable page's header."""
 
-    path = forms.CharField(max_length=1000, widget=forms.HiddenInput)
+    #: Bounded, but above any address of valid names (a run's, percent-encoded, is < 7,000).
+    path = forms.CharField(max_length=16_000, widget=forms.HiddenInput)
     expires = forms.TypedChoiceField(
         choices=[
             ("", "never expires"),

@@ -132,9 +132,11 @@ class ShareLink(Secret):
     kind = models.CharField(max_length=16, choices=Kind.choices)
     #: The shared view's URL kwargs (as strings) and, for a comparison, its query string.
     scope = models.JSONField(default=dict)
-    query = models.CharField(max_length=500, blank=True)
+    #: Text, not a bounded CharField: percent-encoded, a 200-character CJK or emoji name is
+    #: 1,800 to 2,400 characters of address, and a run's address holds three names.
+    query = models.TextField(blank=True)
     #: The address the link opens.
-    path = models.CharField(max_length=1000)
+    path = models.TextField()
 
     class Meta:
         ordering = ["-created_at"]

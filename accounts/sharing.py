@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.urls import Resolver404, resolve
+from django.urls import Resolver404, resolve, reverse
 from django.utils import timezone
 
 from runs.models import Skill
@@ -36,31 +36,40 @@ def share_view(
     parts = urlsplit(address)
     if parts.scheme or parts.netloc:
         raise NotShareable("only addresses on this site can be shared")
+    # The address is what the browser sent (request.get_full_path(): "/skills/caf%C3%A9-helper/").
+    # Django resolves the decoded path, and so must this: resolving the encoded one looked for
+    # a skill named "caf%C3%A9-helper", and the Share button refused every non-ASCII name.
+    path = unquote(parts.path) or "/"
     try:
-        match = resolve(parts.path or "/")
+        match = resolve(path)
     except Resolver404:
-        raise NotShareable(f"{parts.path} is not a page of this site") from None
+        raise NotShareable(f"{path} is not a page of this site") from None
     if match.namespace != "runs" or match.url_name not in SHAREABLE:
-        raise NotShareable(f"{parts.path} cannot be shared: share a skill, iteration, eval or run")
+        raise NotShareable(f"{path} cannot be shared: share a skill, iteration, eval or run")
     skill = Skill.objects.filter(name=match.kwargs["skill"]).first()
     if skill is None:
         raise NotShareable(f"no skill named “{match.kwargs['skill']}”")
     kind = ShareLink.Kind(match.url_name)
     scope = {key: str(match.kwargs[key]) for key in ShareLink.SCOPE_KEYS[kind]}
+    # Re-encoded from the decoded parts, so the link opens the same page however the
+    # address was spelled (encoded, raw Unicode, a literal "%25").
+    canonical = reverse(f"runs:{kind}", kwargs=match.kwargs)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
     query = ""
     if kind == ShareLink.Kind.COMPARE:
-        query = urlencode(sorted(parse_qsl(parts.query)))
+        # Compared as a dict by ShareLink.covers: blanks dropped, as the opened address has them.
+        query = urlencode(sorted((key, value) for key, value in pairs if value))
     link = ShareLink(
         creator=creator,
         skill=skill,
         kind=kind,
         scope=scope,
         query=query,
-        path=parts.path + (f"?{query}" if query else ""),
+        path=canonical + (f"?{query}" if query else ""),
     )
-    if kind != ShareLink.Kind.COMPARE and parts.query:
+    if kind != ShareLink.Kind.COMPARE and pairs:
         # Filters on a page are part of what was shared: the link opens the filtered view.
-        link.path = f"{parts.path}?{parts.query}"
+        link.path = f"{canonical}?{urlencode(pairs)}"
     if expires_in_days:
         link.expires_at = timezone.now() + timedelta(days=expires_in_days)
     secret = link.set_secret()

@@ -22,6 +22,7 @@ from .analysis import ConditionSummary, IterationSummary, eval_magic_benchmark, 
 from .importing import ImportFailure, ImportReport
 from .importing.uploads import UploadTooLarge, import_files, import_upload
 from .models import Iteration, Run
+from .names import address, findable
 from .overview import SkillRow, skill_rows
 from .reports import compare
 from .views import get_iteration, get_run, get_skill
@@ -104,7 +105,8 @@ class IterationOut(Schema):
     gain_per_1k_tokens: float | None
     evals: list[str]
     zero_assertion_evals: list[str]
-    url: str
+    #: None for a name stored before names were validated, that no address can hold.
+    url: str | None
 
 
 class SkillOut(Schema):
@@ -112,7 +114,8 @@ class SkillOut(Schema):
     description: str
     iterations: int
     latest: IterationOut | None
-    url: str
+    #: None for a name stored before names were validated, that no address can hold.
+    url: str | None
 
 
 def _interval(interval: stats.Interval | None) -> dict[str, float] | None:
@@ -189,7 +192,7 @@ def iteration_out(iteration: Iteration, summary: IterationSummary) -> dict[str, 
         "gain_per_1k_tokens": summary.gain_per_1k_tokens,
         "evals": list(summary.evals),
         "zero_assertion_evals": list(summary.zero_assertion_evals),
-        "url": iteration.get_absolute_url(),
+        "url": address(iteration.get_absolute_url),
     }
 
 
@@ -226,7 +229,7 @@ def _skill_out(row: SkillRow) -> dict[str, Any]:
         "description": row.skill.description,
         "iterations": row.iterations,
         "latest": iteration_out(row.latest, row.summary) if row.latest and row.summary else None,
-        "url": reverse("runs:skill", args=[row.skill.name]),
+        "url": address(lambda: reverse("runs:skill", args=[row.skill.name])),
     }
 
 
@@ -323,7 +326,8 @@ class RunOut(Schema):
     skill_called: bool | None
     grading: GradingOut | None
     reviews: list[ReviewOut]
-    url: str
+    #: None for a name stored before names were validated, that no address can hold.
+    url: str | None
 
 
 class RunDetailOut(RunOut):
@@ -383,7 +387,7 @@ def run_out(run: Run) -> dict[str, Any]:
             ],
         },
         "reviews": [review_out(review) for review in run.reviews.all()],
-        "url": run.get_absolute_url(),
+        "url": address(run.get_absolute_url),
     }
 
 
@@ -411,6 +415,8 @@ def list_runs(request: HttpRequest, skill: str, number: int, filters: Query[RunF
         runs = runs.filter(eval_id=filters.eval_id)
     if filters.condition:
         runs = runs.filter(condition__name=filters.condition)
+    if not all(findable(value or "") for value in (filters.eval_id, filters.condition)):
+        runs = runs.none()
     return LazyPage(runs, lambda page: [run_out(run) for run in page])
 
 
@@ -485,7 +491,7 @@ def compare_iterations(
     found = get_skill(skill)
     before, after = get_iteration(found, query.a), get_iteration(found, query.b)
     for iteration, name in ((before, query.ca), (after, query.cb)):
-        if name and not iteration.conditions.filter(name=name).exists():
+        if name and not (findable(name) and iteration.conditions.filter(name=name).exists()):
             raise Http404(f"Iteration #{iteration.number} has no condition “{name}”.")
     result = compare(before, after, before_condition=query.ca, after_condition=query.cb)
     change = result.result

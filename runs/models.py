@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.db import models
 from django.urls import reverse
 
+from .names import NameValidator
+
 
 class Mode(models.TextChoices):
     NEW_SKILL = "new-skill", "new skill"
@@ -39,7 +41,7 @@ class SourceKind(models.TextChoices):
 
 
 class Skill(models.Model):
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200, unique=True, validators=[NameValidator("skill")])
     description = models.TextField(blank=True)
     #: The author's notes (a promoted baseline's NOTES.md), shown on the skill page.
     notes = models.TextField(blank=True)
@@ -65,7 +67,7 @@ class EvalCase(models.Model):
         RESULTS = "results", "reconstructed from run records and gradings"
 
     skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="eval_cases")
-    eval_id = models.CharField(max_length=200)
+    eval_id = models.CharField(max_length=200, validators=[NameValidator("eval")])
     #: sha256 of the canonical JSON of `definition`.
     fingerprint = models.CharField(max_length=64)
     origin = models.CharField(max_length=32, choices=Origin.choices)
@@ -183,7 +185,7 @@ class Iteration(models.Model):
 
 class Condition(models.Model):
     iteration = models.ForeignKey(Iteration, on_delete=models.CASCADE, related_name="conditions")
-    name = models.CharField(max_length=100)
+    name = models.CharField(max_length=100, validators=[NameValidator("condition")])
     role = models.CharField(max_length=16, choices=Role.choices)
     #: Order in the source's conditions_compared (0 first).
     position = models.PositiveSmallIntegerField(default=0)
@@ -296,7 +298,7 @@ class Run(models.Model):
     condition = models.ForeignKey(Condition, on_delete=models.CASCADE, related_name="runs")
     eval_case = models.ForeignKey(EvalCase, on_delete=models.RESTRICT, related_name="runs")
     #: Denormalised from eval_case so an iteration cannot hold one eval id twice per cell.
-    eval_id = models.CharField(max_length=200)
+    eval_id = models.CharField(max_length=200, validators=[NameValidator("eval")])
     run_index = models.PositiveIntegerField(default=1)
     #: Where the run lives in its source, relative to the iteration ("eval-x/with_skill/run-2").
     source_relpath = models.CharField(max_length=500, blank=True)

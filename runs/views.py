@@ -18,12 +18,15 @@ from .analysis import cache_stamp, eval_magic_benchmark
 from .importing import ImportFailure
 from .importing.uploads import UploadTooLarge, import_upload
 from .models import Condition, Iteration, Run, Skill
+from .names import findable
 from .overview import skill_rows, skill_trends, sort_rows
 from .reports import FILTERS, compare, detail_stamp, iteration_detail, previous_iteration
 
 
 def get_skill(name: str) -> Skill:
     try:
+        if not findable(name):
+            raise Skill.DoesNotExist
         return Skill.objects.get(name=name)
     except Skill.DoesNotExist:
         raise Http404(f"No skill named “{name}”.") from None
@@ -258,7 +261,7 @@ def eval_page(request: HttpRequest, skill: str, number: int, eval_id: str) -> Ht
 
 
 def _eval_body(iteration: Iteration, eval_id: str) -> str:
-    runs = list(_eval_runs(iteration, eval_id))
+    runs = list(_eval_runs(iteration, eval_id)) if findable(eval_id) else []
     if not runs:
         raise Http404(
             f"Iteration #{iteration.number} of {iteration.skill.name} has no eval “{eval_id}”."
@@ -281,6 +284,8 @@ def _eval_body(iteration: Iteration, eval_id: str) -> str:
 def get_run(skill: str, number: int, eval_id: str, condition: str, run_index: int) -> Run:
     iteration = get_iteration(get_skill(skill), number)
     try:
+        if not (findable(eval_id) and findable(condition)):
+            raise Run.DoesNotExist
         return (
             Run.objects.select_related("condition", "grading", "eval_case", "iteration__skill")
             .prefetch_related("grading__results", "reviews__author")
