@@ -132,6 +132,11 @@ class _Extraction:
     members: int = 0
     written: int = 0
     links: dict[tuple[str, ...], _Link] = field(default_factory=dict)
+    # Which member each file path came from (links are in `links`), and every folder the
+    # members imply: two members for one path would otherwise have the last silently
+    # overwrite the first.
+    files: dict[tuple[str, ...], str] = field(default_factory=dict)
+    folders: set[tuple[str, ...]] = field(default_factory=set)
 
     def failure(self, message: str) -> ImportFailure:
         return ImportFailure(message, path=self.archive)
@@ -160,6 +165,42 @@ class _Extraction:
         if parts is None:
             raise self.failure(f"member {name!r} escapes the archive root")
         return parts
+
+    def claim_file(self, name: str, parts: tuple[str, ...], *, link: bool = False) -> None:
+        """Refuse a second member for the same path, or a file where a folder is needed.
+
+        A link may turn out to point at a folder, known only once links are copied, so a link
+        where members need a folder is left to materialise_links to refuse.
+        """
+        first = self.files.get(parts) or (self.links[parts].name if parts in self.links else None)
+        if first is not None:
+            if first == name:
+                raise self.failure(f"member {name!r} appears twice in the archive")
+            raise self.failure(f"member {name!r} is the same path as member {first!r}")
+        if not link and parts in self.folders:
+            raise self.failure(
+                f"member {name!r} is a file, but other members are inside it as a folder"
+            )
+        self._claim_folders(name, parts[:-1])
+        if not link:
+            self.files[parts] = name
+
+    def claim_folder(self, name: str, parts: tuple[str, ...]) -> None:
+        # The same folder listed twice is harmless (tar -r, or "./" and "." both listed).
+        self._claim_folders(name, parts)
+
+    def _claim_folders(self, name: str, parts: tuple[str, ...]) -> None:
+        for end in range(len(parts), 0, -1):
+            folder = parts[:end]
+            if folder in self.folders:
+                return  # and so are the folders above it
+            file = self.files.get(folder)
+            if file is not None:
+                raise self.failure(
+                    f"member {name!r} needs {'/'.join(folder)!r} to be a folder,"
+                    f" but member {file!r} is a file"
+                )
+            self.folders.add(folder)
 
     def make_dir(self, name: str, parts: tuple[str, ...]) -> None:
         try:
@@ -258,8 +299,10 @@ def _extract_zip_member(job: _Extraction, archive: zipfile.ZipFile, info: zipfil
     # Unix tools keep the st_mode in the high 16 bits; zero means "plain file" (e.g. Windows).
     file_type = stat.S_IFMT(info.external_attr >> 16)
     if info.is_dir() or file_type == stat.S_IFDIR:
+        job.claim_folder(name, parts)
         job.make_dir(name, parts)
     elif file_type in (0, stat.S_IFREG, stat.S_IFLNK):
+        job.claim_file(name, parts, link=file_type == stat.S_IFLNK)
         if info.flag_bits & 0x1:
             raise job.failure(f"member {name!r} is encrypted")
         try:
@@ -310,15 +353,19 @@ def _extract_tar_member(
     if _is_macos_junk(parts):
         return
     if member.isdir():
+        job.claim_folder(name, parts)
         job.make_dir(name, parts)
     elif member.isreg():
+        job.claim_file(name, parts)
         source = archive.extractfile(member)
         assert source is not None  # tarfile returns None only for non-regular members
         with source:
             job.write_file(name, parts, source)
     elif member.issym():
+        job.claim_file(name, parts, link=True)
         job.add_link(name, parts, member.linkname, base=parts[:-1])
     elif member.islnk():
+        job.claim_file(name, parts, link=True)
         job.add_link(name, parts, member.linkname, base=())
     else:
         kind = _TAR_SPECIAL_KINDS.get(member.type, "special file")

@@ -9,13 +9,32 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import ImportFailure
+
 #: Folders that are never results: eval-magic's agent working folders, VCS and tool caches.
 SKIPPED_DIRS = {".git", "node_modules", "__pycache__", ".venv", "__MACOSX"}
 SKIPPED_DIR_PREFIXES = ("env-",)
 SKIPPED_FILES = {".DS_Store", "Thumbs.db"}
-#: Files larger than this are not read (an `outputs/` artefact may be a large binary);
+MiB = 1024 * 1024
+#: Other files larger than this are not read (an `outputs/` artefact may be a large binary);
 #: their name and size still count in the digest.
-MAX_READ_BYTES = 8 * 1024 * 1024
+MAX_READ_BYTES = 8 * MiB
+#: Result files are read whatever their size up to this: a long agent conversation is tens of
+#: MiB, and dropping it silently would import the run without it. Beyond this the file is
+#: refused rather than read, since parsing it would take gigabytes of memory.
+MAX_RESULT_BYTES = 256 * MiB
+#: The text files the importers parse, besides every `.json` file.
+RESULT_TEXT_FILES = {"SKILL.md", "skill-snapshot.md", "BASELINE.md", "NOTES.md", "diff.patch"}
+#: The folder of a run's agent artefacts: whatever their names, its files are not results.
+ARTEFACT_DIR = "outputs"
+
+
+def is_result_file(relpath: str) -> bool:
+    """Whether the importers parse this file (so it must be read, however large)."""
+    *folders, name = relpath.split("/")
+    if ARTEFACT_DIR in folders:
+        return False
+    return name.endswith(".json") or name in RESULT_TEXT_FILES
 
 
 def is_skipped_dir(name: str) -> bool:
@@ -78,7 +97,10 @@ class FileTree:
 
 
 def read_tree(root: Path, *, display: str) -> FileTree:
-    """Read every file below `root` except skipped folders and oversized files."""
+    """Read every file below `root` except skipped folders and oversized artefacts.
+
+    Raises ImportFailure for a result file over MAX_RESULT_BYTES.
+    """
     tree = FileTree(root=root, display=display)
     stack = [(root, "")]
     while stack:
@@ -94,7 +116,14 @@ def read_tree(root: Path, *, display: str) -> FileTree:
                 elif entry.is_file() and entry.name not in SKIPPED_FILES:
                     size = entry.stat().st_size
                     tree.sizes[relpath] = size
-                    if size <= MAX_READ_BYTES:
+                    result = is_result_file(relpath)
+                    if result and size > MAX_RESULT_BYTES:
+                        raise ImportFailure(
+                            f"{size} bytes ({size / MiB:.1f} MiB) is over the"
+                            f" {MAX_RESULT_BYTES // MiB} MiB limit for a result file",
+                            path=tree.shown(relpath),
+                        )
+                    if result or size <= MAX_READ_BYTES:
                         with open(entry.path, "rb") as handle:
                             tree.files[relpath] = handle.read()
     return tree

@@ -3,6 +3,7 @@ relative paths (POST /api/imports/files)."""
 
 from __future__ import annotations
 
+import errno
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -17,6 +18,7 @@ from .workspace import import_workspace
 from .writer import ImportReport
 
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
+_BAD_NAME_ERRORS = {errno.ENAMETOOLONG, errno.EILSEQ, errno.EINVAL}
 
 
 class UploadTooLarge(ImportFailure):
@@ -39,7 +41,7 @@ def import_upload(upload: UploadedFile, *, dry_run: bool = False) -> ImportRepor
         )
     with _upload_folder() as folder:
         path = folder / name
-        _save(upload, path)
+        _save(upload, path, shown=name)
         return _import_saved(path, folder, dry_run=dry_run)
 
 
@@ -65,17 +67,30 @@ def import_files(
             f"{total} bytes is over the upload limit of {settings.EVALSITE_UPLOAD_MAX_BYTES} bytes",
             path="files",
         )
+    targets = _checked_targets([relative for relative, _ in files])
     with _upload_folder() as folder:
-        seen: set[PurePosixPath] = set()
-        for relative, upload in files:
-            target = _safe_relative(relative)
-            if target in seen:
-                raise ImportFailure("the same path is uploaded twice", path=relative)
-            seen.add(target)
-            path = folder.joinpath(*target.parts)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            _save(upload, path)
+        for (relative, upload), target in zip(files, targets, strict=True):
+            _save(upload, folder.joinpath(*target.parts), shown=relative)
         return _import_saved(folder, folder, dry_run=dry_run)
+
+
+def _checked_targets(paths: list[str]) -> list[PurePosixPath]:
+    """Each upload's path, checked before anything is written: one file per path, and no
+    path both a file and the folder of another (`x` and `x/y`), which the disk cannot hold."""
+    targets = [_safe_relative(relative) for relative in paths]
+    files: dict[PurePosixPath, str] = {}
+    for target, relative in zip(targets, paths, strict=True):
+        if target in files:
+            raise ImportFailure("the same path is uploaded twice", path=relative)
+        files[target] = relative
+    for target, relative in files.items():
+        for folder in target.parents:
+            if folder in files:
+                raise ImportFailure(
+                    f"uploaded as a file and also as the folder holding {relative!r}",
+                    path=files[folder],
+                )
+    return targets
 
 
 @contextmanager
@@ -88,10 +103,18 @@ def _upload_folder() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _save(upload: UploadedFile, path: Path) -> None:
-    with path.open("wb") as out:
-        for chunk in upload.chunks():
-            out.write(chunk)
+def _save(upload: UploadedFile, path: Path, *, shown: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as out:
+            for chunk in upload.chunks():
+                out.write(chunk)
+    except OSError as error:
+        # A name the file system refuses is the client's to fix; anything else (a full disk)
+        # is the server's, and stays an error.
+        if error.errno not in _BAD_NAME_ERRORS:
+            raise
+        raise ImportFailure(f"cannot save the upload: {error.strerror}", path=shown) from None
 
 
 def _import_saved(path: Path, folder: Path, *, dry_run: bool) -> ImportReport:
