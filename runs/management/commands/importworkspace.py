@@ -7,6 +7,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from runs.importing import ImportFailure, import_workspace
+from runs.importing.history import import_history
 
 #: Below this many folders the import is quick enough that a progress bar is only noise.
 PROGRESS_THRESHOLD = 10
@@ -31,13 +32,27 @@ class Command(BaseCommand):
             help="Import each valid iteration in its own transaction, list each rejected one "
             "with its error, and exit 1 if any was rejected (default: all or nothing).",
         )
+        parser.add_argument(
+            "--history",
+            action="store_true",
+            help="Each PATH is a git clone or a folder in one: import every promoted baseline "
+            "campaign and committed iteration in its history, one iteration per campaign, "
+            "with its commit as provenance.",
+        )
 
     def handle(
-        self, *args: object, paths: list[Path], dry_run: bool, keep_going: bool, **options: object
+        self,
+        *args: object,
+        paths: list[Path],
+        dry_run: bool,
+        keep_going: bool,
+        history: bool,
+        **options: object,
     ) -> None:
         show_progress = options["verbosity"] > 0 and self.stdout.isatty()
+        importer = import_history if history else import_workspace
         try:
-            report = import_workspace(
+            report = importer(
                 paths,
                 dry_run=dry_run,
                 keep_going=keep_going,
