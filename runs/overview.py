@@ -189,7 +189,9 @@ def skill_trends(skill: Skill) -> tuple[list[dict[str, Any]], dict[str, SafeStri
     """
     stamp = Iteration.objects.filter(skill=skill).aggregate(n=Count("id"), at=Max("updated_at"))
     at = stamp["at"].timestamp() if stamp["at"] else 0
-    key = f"evalsite:skill:v1:{skill.pk}:{skill.name}:{stamp['n']}:{at}"
+    # The name is hashed: memcached refuses keys with spaces or over 250 bytes.
+    name = hashlib.sha256(skill.name.encode()).hexdigest()[:16]
+    key = f"evalsite:skill:v1:{skill.pk}:{name}:{stamp['n']}:{at}"
     cached = cache.get(key)
     if cached is None:
         points, summaries = trend_points(skill)

@@ -22,6 +22,7 @@ from .analysis import (
     summarise_iterations,
 )
 from .models import LARGE_ITERATION_FIELDS, EvalCase, Iteration
+from .names import address
 
 #: Filters of the iteration page, in the order the form shows them.
 FILTERS = ("failures", "flaky", "changed")
@@ -255,7 +256,12 @@ def _iteration_detail(iteration: Iteration, previous: Iteration | None) -> Itera
                 is_new=previous is not None and eval_id not in previous_scores,
                 tags=tags,
                 negative=negative,
-                url=reverse("runs:eval", args=[iteration.skill.name, iteration.number, eval_id]),
+                # None for an eval id stored before names were validated: no link, no 500.
+                url=address(
+                    lambda eval_id=eval_id: reverse(
+                        "runs:eval", args=[iteration.skill.name, iteration.number, eval_id]
+                    )
+                ),
             )
         )
 

@@ -61,7 +61,13 @@ def read_baseline(
             f"Mode must be new-skill or revision, got {mode!r}", path=tree.shown("BASELINE.md")
         )
     label = _unset(provenance.get("Iteration")) or "baseline"
-    timestamp = _unset(provenance.get("Run timestamp")) or (benchmark or {}).get("generated", "")
+    recorded = _unset(provenance.get("Run timestamp"))
+    timestamp = recorded or (benchmark or {}).get("generated", "")
+    where = (
+        (tree.shown("BASELINE.md"), "")
+        if recorded
+        else (tree.shown("benchmark.json"), "/generated")
+    )
     iteration = ParsedIteration(
         skill_name=skill_name,
         label=label,
@@ -75,7 +81,7 @@ def read_baseline(
         agent_model=_unset(provenance.get("Agent model")),
         judge_model=_unset(provenance.get("Judge model")),
         harness=_unset(provenance.get("Harness")),
-        generated_at=parse_timestamp(timestamp),
+        generated_at=parse_timestamp(timestamp, display=where[0], pointer=where[1]),
         recorded_benchmark=benchmark,
         provenance={"BASELINE.md": provenance} if provenance else {},
     )

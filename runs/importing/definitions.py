@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from typing import Any
-
-import yaml
 
 # One normalisation of assertions and expectation ids, shared with the graders (which must
 # not need Django): a regraded run's results then line up with imported ones.
@@ -14,6 +10,7 @@ from grading.graders.expectations import case_assertions
 
 from . import jsonfiles
 from .errors import ImportFailure
+from .frontmatter import parse_front_matter
 from .records import EvalDefinition, SkillDefinitions
 
 
@@ -94,32 +91,10 @@ def _definition(case: dict[str, Any], dialect: str) -> EvalDefinition:
     )
 
 
-@dataclass
-class FrontMatter:
-    name: str | None
-    description: str
-    warning: str | None = None
-
-
-def parse_front_matter(text: str, *, display: str) -> FrontMatter:
-    name, description = parse_skill_md(text, display=display)
-    return FrontMatter(name, description)
-
-
 def parse_skill_md(text: str, *, display: str) -> tuple[str | None, str]:
-    """(name, description) from SKILL.md's YAML front matter; (None, '') when it has none."""
-    match = re.match(r"\A---\s*\n(.*?)\n---\s*(\n|\Z)", text, re.DOTALL)
-    if not match:
-        return None, ""
-    try:
-        meta = yaml.safe_load(match.group(1)) or {}
-    except yaml.YAMLError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else "YAML error"
-        raise ImportFailure(f"front matter is not valid YAML: {first}", path=display) from None
-    if not isinstance(meta, dict):
-        raise ImportFailure("front matter must be a YAML mapping", path=display)
-    name = meta.get("name")
-    return (str(name) if name else None), str(meta.get("description") or "").strip()
+    """(name, description) from SKILL.md's front matter; (None, '') when it has none."""
+    front = parse_front_matter(text, display=display)
+    return front.name, front.description
 
 
 def read_evals_hint(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from runs.models import SourceKind
@@ -32,17 +32,10 @@ DEFAULT_ORDER = {
 }
 
 
-def parse_timestamp(value: Any) -> datetime | None:
-    """An ISO-8601 timestamp ('Z' allowed) as an aware datetime, or None."""
-    if not isinstance(value, str) or not value.strip():
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.strip())
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed
+def parse_timestamp(value: Any, *, display: str, pointer: str) -> datetime | None:
+    """An ISO-8601 timestamp as an aware datetime, None when missing or unparseable; one
+    that parses but no database can store is refused (see strictjson.parse_timestamp)."""
+    return jsonfiles.parse_timestamp(value, display=display, pointer=pointer)
 
 
 def harness_name(value: Any) -> str:
@@ -77,7 +70,11 @@ def read_iteration(
         agent_model=str(conditions_doc.get("agent_model") or ""),
         judge_model=str(conditions_doc.get("judge_model") or ""),
         harness=harness_name(conditions_doc.get("harness")),
-        generated_at=parse_timestamp(conditions_doc.get("timestamp")),
+        generated_at=parse_timestamp(
+            conditions_doc.get("timestamp"),
+            display=tree.shown("conditions.json"),
+            pointer="/timestamp",
+        ),
         recorded_benchmark=benchmark,
         provenance={"conditions.json": conditions_doc},
     )

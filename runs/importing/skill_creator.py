@@ -67,7 +67,9 @@ def read_iteration(
         # "<model-name>" is the template's placeholder: the model was not recorded.
         agent_model="" if PLACEHOLDER.match(model) else model,
         harness="skill-creator",
-        generated_at=parse_timestamp(timestamp),
+        generated_at=parse_timestamp(
+            timestamp, display=tree.shown("benchmark.json"), pointer="/metadata/timestamp"
+        ),
         recorded_benchmark=benchmark,
     )
     if benchmark and isinstance(benchmark.get("notes"), list):
@@ -107,9 +109,13 @@ def read_iteration(
             ParsedReview(
                 run_relpath_key=review["run_id"],
                 text=review["feedback"],
-                created_at=parse_timestamp(review.get("timestamp")),
+                created_at=parse_timestamp(
+                    review.get("timestamp"),
+                    display=tree.shown("feedback.json"),
+                    pointer=f"/reviews/{index}/timestamp",
+                ),
             )
-            for review in feedback.get("reviews") or []
+            for index, review in enumerate(feedback.get("reviews") or [])
             if review["feedback"].strip()
         ]
     return iteration

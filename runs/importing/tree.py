@@ -96,6 +96,23 @@ class FileTree:
         return cached
 
 
+def _too_large(size: int, display: str) -> ImportFailure:
+    return ImportFailure(
+        f"{size} bytes ({size / MiB:.1f} MiB) is over the"
+        f" {MAX_RESULT_BYTES // MiB} MiB limit for a result file",
+        path=display,
+    )
+
+
+def read_result_file(path: Path, *, display: str) -> bytes:
+    """One result file outside a tree (a skill's SKILL.md, an evals.json beside results),
+    with the same size limit."""
+    size = path.stat().st_size
+    if size > MAX_RESULT_BYTES:
+        raise _too_large(size, display)
+    return path.read_bytes()
+
+
 def read_tree(root: Path, *, display: str) -> FileTree:
     """Read every file below `root` except skipped folders and oversized artefacts.
 
@@ -118,11 +135,7 @@ def read_tree(root: Path, *, display: str) -> FileTree:
                     tree.sizes[relpath] = size
                     result = is_result_file(relpath)
                     if result and size > MAX_RESULT_BYTES:
-                        raise ImportFailure(
-                            f"{size} bytes ({size / MiB:.1f} MiB) is over the"
-                            f" {MAX_RESULT_BYTES // MiB} MiB limit for a result file",
-                            path=tree.shown(relpath),
-                        )
+                        raise _too_large(size, tree.shown(relpath))
                     if result or size <= MAX_READ_BYTES:
                         with open(entry.path, "rb") as handle:
                             tree.files[relpath] = handle.read()

@@ -24,7 +24,7 @@ from .definitions import read_evals_hint, read_skill_definitions
 from .detect import Source, detect
 from .errors import ImportFailure
 from .records import EvalDefinition, ParsedIteration, SkillDefinitions
-from .tree import read_tree
+from .tree import read_result_file, read_tree
 from .writer import ImportReport, Writer
 
 Progress = Callable[[int, int, str], None]
@@ -213,7 +213,7 @@ class _Importer:
                 continue
             if candidate.is_file():
                 name, evals, warning = read_evals_hint(
-                    candidate.read_bytes(), display=str(candidate)
+                    read_result_file(candidate, display=str(candidate)), display=str(candidate)
                 )
                 if warning is None:
                     return name, evals, warnings
@@ -260,8 +260,12 @@ def _skill_definitions(folder: Path, *, display: str, strict: bool) -> SkillDefi
     skill_md = folder / "SKILL.md"
     evals_json = folder / "evals" / "evals.json"
     return read_skill_definitions(
-        skill_md=skill_md.read_bytes() if skill_md.is_file() else None,
-        evals_json=evals_json.read_bytes() if evals_json.is_file() else None,
+        skill_md=read_result_file(skill_md, display=f"{display}/SKILL.md")
+        if skill_md.is_file()
+        else None,
+        evals_json=read_result_file(evals_json, display=f"{display}/evals/evals.json")
+        if evals_json.is_file()
+        else None,
         folder_name=folder.name,
         display=display,
         strict=strict,

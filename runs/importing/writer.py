@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from django.db.models import F, Max
@@ -20,9 +21,16 @@ from runs.models import (
     SourceKind,
     role_for_condition,
 )
+from runs.names import (
+    InvalidName,
+    validate_condition_name,
+    validate_eval_id,
+    validate_skill_name,
+)
 
 from .checks import validity_warnings
 from .detect import natural_key
+from .errors import ImportFailure
 from .records import (
     EvalDefinition,
     ParsedGrading,
@@ -112,6 +120,12 @@ class Writer:
         return skill
 
     def write_definitions(self, definitions: SkillDefinitions) -> Skill:
+        definitions.skill_name = _check_names(
+            definitions.skill_name,
+            eval_ids=definitions.evals,
+            conditions=(),
+            path=definitions.source,
+        )
         skill = self.skill(definitions.skill_name, description=definitions.description)
         for definition in definitions.evals.values():
             self.eval_case(skill, definition)
@@ -174,6 +188,13 @@ class Writer:
         return True
 
     def write_iteration(self, parsed: ParsedIteration) -> Iteration:
+        parsed.skill_name = _check_names(
+            parsed.skill_name,
+            eval_ids=[*parsed.evals, *(run.eval_id for run in parsed.runs)],
+            conditions=[c.name for c in parsed.conditions],
+            path=parsed.source_path,
+        )
+        _check_counts(parsed)
         skill = self.skill(
             parsed.skill_name, description=parsed.skill_description, notes=parsed.notes
         )
@@ -365,6 +386,41 @@ class Writer:
             self.report.notes.append(
                 f"renumbered the iterations of {iterations[0].skill.name} by generation time"
             )
+
+
+def _check_names(
+    skill_name: str, *, eval_ids: Iterable[str], conditions: Iterable[str], path: str
+) -> str:
+    """The skill's name as stored; names become URLs, so any that cannot be one is refused
+    here, at the boundary (SPEC §2)."""
+    try:
+        skill_name = validate_skill_name(skill_name)
+        for eval_id in dict.fromkeys(eval_ids):
+            validate_eval_id(eval_id)
+        for condition in conditions:
+            validate_condition_name(condition)
+    except InvalidName as exc:
+        raise ImportFailure(str(exc), path=path) from None
+    return skill_name
+
+
+#: Run indexes and grading counts are 32-bit columns on PostgreSQL.
+MAX_COUNT = 2**31 - 1
+
+
+def _check_counts(parsed: ParsedIteration) -> None:
+    for run in parsed.runs:
+        figures = {"run index": run.run_index}
+        if run.grading is not None:
+            g = run.grading
+            figures |= {"summary.passed": g.passed, "summary.failed": g.failed}
+            figures |= {"summary.total": g.total, "meta_summary.total": g.meta_total or 0}
+        for what, value in figures.items():
+            if not 0 <= value <= MAX_COUNT:
+                raise ImportFailure(
+                    f"{what} {value} is out of range (0 to {MAX_COUNT})",
+                    path=f"{parsed.source_path}/{run.source_relpath}",
+                )
 
 
 def _iteration_fields(parsed: ParsedIteration) -> dict[str, object]:

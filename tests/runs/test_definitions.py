@@ -154,12 +154,18 @@ def test_a_changed_definition_is_a_new_version(tmp_path: Path) -> None:
     assert versions[0].fingerprint != versions[1].fingerprint
 
 
-def test_bad_yaml_front_matter_is_named(tmp_path: Path) -> None:
+def test_bad_yaml_front_matter_falls_back_with_a_warning(tmp_path: Path) -> None:
     folder = tmp_path / "broken"
     folder.mkdir()
-    (folder / "SKILL.md").write_text("---\nname: [unclosed\n---\n", encoding="utf-8")
+    (folder / "SKILL.md").write_text(
+        "---\nname: [unclosed\ndescription: Use when: the user asks\n---\n", encoding="utf-8"
+    )
 
-    with pytest.raises(ImportFailure) as info:
-        import_workspace([folder])
+    report = import_workspace([folder])
 
-    assert str(info.value).startswith(f"{folder}/SKILL.md: front matter is not valid YAML: ")
+    skill = Skill.objects.get()
+    assert (skill.name, skill.description) == ("broken", "Use when: the user asks")
+    assert any(
+        note.startswith(f"{folder}/SKILL.md: front matter is not valid YAML")
+        for note in report.notes
+    )

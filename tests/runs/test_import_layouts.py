@@ -552,3 +552,75 @@ def test_keep_going_with_dry_run_saves_nothing(tmp_path: Path) -> None:
 
     assert report.counts["iterations"]["created"] == 1 and len(report.rejected) == 1
     assert Iteration.objects.count() == 0
+
+
+# --- Names at the boundary ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("front_matter_name", "reason"),
+    [
+        ("team/pdf", "skill name 'team/pdf' contains '/'"),
+        ("x" * 201, "is longer than 200 characters"),
+    ],
+)
+def test_a_skill_name_that_cannot_be_an_address_is_one_line(
+    tmp_path: Path, front_matter_name: str, reason: str
+) -> None:
+    folder = skill_folder(tmp_path, name="folder")
+    (folder / "SKILL.md").write_text(f"---\nname: {front_matter_name}\ndescription: d\n---\n")
+    eval_magic_iteration(tmp_path, skill="folder")
+
+    with pytest.raises(ImportFailure) as info:
+        import_workspace([folder])
+
+    assert str(info.value).startswith(f"{folder}: ") and reason in str(info.value)
+    assert "\n" not in str(info.value)
+    assert Skill.objects.count() == 0
+
+
+def test_an_eval_id_with_a_control_character_is_one_line(tmp_path: Path) -> None:
+    folder = eval_magic_iteration(tmp_path / "ws", cells={("a\x01b", "with_skill"): [{"x": True}]})
+
+    with pytest.raises(ImportFailure) as info:
+        import_workspace([folder])
+
+    assert str(info.value) == (f"{folder}: eval id 'a\\x01b' contains a control character (U+0001)")
+    assert Iteration.objects.count() == 0
+
+
+def test_names_claude_code_would_load_are_imported(tmp_path: Path) -> None:
+    for name in ("café-helper", "my skill", "日本語スキル"):
+        eval_magic_iteration(tmp_path / "ws", skill=name)
+
+    import_workspace([tmp_path / "ws"])
+
+    assert sorted(Skill.objects.values_list("name", flat=True)) == sorted(
+        ["café-helper", "my skill", "日本語スキル"]
+    )
+
+
+def test_a_nul_character_in_agent_output_is_stored_as_a_replacement_character(
+    tmp_path: Path,
+) -> None:
+    folder = eval_magic_iteration(tmp_path / "ws")
+    record = folder / "eval-alpha" / "with_skill" / "run.json"
+    record.write_text(record.read_text().replace("Done with alpha.", "bin\\u0000ary"))
+
+    import_workspace([folder])
+
+    assert Run.objects.get(condition__name="with_skill").final_message == "bin\ufffdary"
+
+
+def test_a_run_index_beyond_the_database_column_is_one_line(tmp_path: Path) -> None:
+    folder = creator_iteration(tmp_path / "s-workspace" / "iteration-1", runs=1)
+    big = folder / "eval-0" / "with_skill" / "run-99999999999"
+    (folder / "eval-0" / "with_skill" / "run-1").rename(big)
+
+    with pytest.raises(ImportFailure) as info:
+        import_workspace([folder])
+
+    assert str(info.value) == (
+        f"{folder}/eval-0/with_skill/run-99999999999: run index 99999999999 is out of range "
+        "(0 to 2147483647)"
+    )
