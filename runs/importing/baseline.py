@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from runs.models import SourceKind
 
@@ -41,6 +42,16 @@ def _unset(value: str | None) -> str:
     return "" if value is None or value.strip().lower() in {"", "(none)", "none", "-"} else value
 
 
+def campaign_identity(
+    provenance: dict[str, str], benchmark: dict[str, Any] | None
+) -> tuple[str, str]:
+    """(label, timestamp) of a promoted campaign: BASELINE.md's Iteration and Run timestamp,
+    else the benchmark's `generated`. `--history` tells campaigns apart by the same rule."""
+    label = _unset(provenance.get("Iteration")) or "baseline"
+    timestamp = _unset(provenance.get("Run timestamp")) or (benchmark or {}).get("generated") or ""
+    return label, str(timestamp)
+
+
 def read_baseline(
     tree: FileTree, *, skill_name: str, definitions: dict[str, EvalDefinition]
 ) -> ParsedIteration:
@@ -60,9 +71,8 @@ def read_baseline(
         raise ImportFailure(
             f"Mode must be new-skill or revision, got {mode!r}", path=tree.shown("BASELINE.md")
         )
-    label = _unset(provenance.get("Iteration")) or "baseline"
+    label, timestamp = campaign_identity(provenance, benchmark)
     recorded = _unset(provenance.get("Run timestamp"))
-    timestamp = recorded or (benchmark or {}).get("generated", "")
     where = (
         (tree.shown("BASELINE.md"), "")
         if recorded

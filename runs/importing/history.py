@@ -28,54 +28,25 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import tempfile
-from collections.abc import Iterator
-from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
-
 from . import jsonfiles
-from .baseline import _unset, parse_provenance
+from .baseline import campaign_identity, parse_provenance
 from .definitions import parse_skill_md
 from .detect import HIDDEN_SEARCHED, RESULT_FILES, is_snapshot, natural_key
 from .errors import ImportFailure
-from .tree import SKIPPED_DIR_PREFIXES, SKIPPED_DIRS, SKIPPED_FILES, is_skipped_dir
+from .gitobjects import BLOB_MODES, GitObjects, run_git, safe_name
+from .tree import SKIPPED_DIR_PREFIXES, SKIPPED_DIRS
 from .workspace import ImportRoot, Progress, import_roots
 from .writer import ImportReport
 
-#: Config a clone's own settings must not override while we read it: no pager, no external
-#: diff or signature checks, and paths as they are (not relative, not followed).
-GIT_OPTIONS = [
-    "--no-pager",
-    "--literal-pathspecs",
-    *("-c", "core.fsmonitor=false"),
-    *("-c", "diff.relative=false"),
-    *("-c", "log.follow=false"),
-    *("-c", "log.showSignature=false"),
-]
-#: Variables a calling hook or script may export that would point git at another repository.
-REPOSITORY_VARIABLES = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-)
 STATUS = re.compile(rb"^\n?[ACDMRTUX]\d*$")
 #: Identity files are small; one larger than the importer reads is no identity at all.
 MAX_IDENTITY_BYTES = 8 * 1024 * 1024
-CHUNK = 1 << 20
-#: Regular files; "100664" is what very old gits wrote for them.
-BLOB_MODES = {"100644", "100755", "100664"}
-#: A `.git` file is a link to some repository's internals, never a result.
-NOT_WRITTEN = SKIPPED_FILES | {".git"}
 
 
 @dataclass(frozen=True)
@@ -94,13 +65,6 @@ class Campaign:
     first: Commit
     last: Commit
     order: int  # position of `first` in the log, so roots are imported in commit order
-
-
-@dataclass(frozen=True)
-class _Entry:
-    name: str
-    mode: str
-    oid: str
 
 
 @dataclass(frozen=True)
@@ -133,7 +97,7 @@ def import_history(
         seen: set[tuple[Path, tuple[str, ...]]] = set()
         for index, given in enumerate(paths):
             repo = _repository(Path(given))
-            with _Objects(repo) as objects:
+            with GitObjects(repo.top, given=repo.given) as objects:
                 campaigns = _campaigns(repo, objects)
                 if not campaigns:
                     raise ImportFailure(
@@ -152,32 +116,6 @@ def import_history(
         shutil.rmtree(temp, ignore_errors=True)
 
 
-def _environment() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in REPOSITORY_VARIABLES}
-    # A partial clone would fetch missing blobs from its remote; reading history stays local.
-    env.update(GIT_NO_LAZY_FETCH="1", GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
-    return env
-
-
-def _git(folder: Path, *args: str, failure: str) -> bytes:
-    try:
-        done = subprocess.run(
-            ["git", *GIT_OPTIONS, "-C", str(folder), *args],
-            env=_environment(),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            check=False,
-        )
-    except OSError as exc:
-        raise ImportFailure(f"could not run git: {exc.strerror or exc}") from None
-    if done.returncode != 0:
-        lines = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
-        raise ImportFailure(
-            f"{failure} (git: {lines[0].removeprefix('fatal: ')})" if lines else failure
-        )
-    return done.stdout
-
-
 def _repository(path: Path) -> _Repository:
     given = str(path).rstrip("/") or "/"
     if not path.exists():
@@ -185,10 +123,10 @@ def _repository(path: Path) -> _Repository:
     if not path.is_dir():
         raise ImportFailure("--history takes a folder in a git clone, not a file", path=given)
     try:
-        out = _git(
+        out = run_git(
             path, "rev-parse", "--show-toplevel", "--show-prefix", failure="not in a git clone"
         )
-        _git(path, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", failure="no commits yet")
+        run_git(path, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", failure="no commits yet")
     except ImportFailure as exc:
         raise ImportFailure(exc.message, path=given) from None
     # One path per line; only the final newline of each is git's.
@@ -216,14 +154,9 @@ def _entered(name: str) -> bool:
     return not (hidden or name.startswith(SKIPPED_DIR_PREFIXES) or is_snapshot(name))
 
 
-def _safe(name: str) -> bool:
-    # git fsck refuses these, but nothing makes a clone run fsck on what it fetched.
-    return name not in {"", ".", ".."} and "/" not in name and "\0" not in name
-
-
 def _log(repo: _Repository) -> list[tuple[Commit, list[str]]]:
     """(commit, paths it changed) for every commit touching the prefix, oldest first."""
-    out = _git(
+    out = run_git(
         repo.top,
         "log",
         "--reverse",
@@ -254,7 +187,7 @@ def _log(repo: _Repository) -> list[tuple[Commit, list[str]]]:
         changed = []
         while i + 1 < len(tokens) and STATUS.match(tokens[i]):
             path = os.fsdecode(tokens[i + 1])
-            if not all(_safe(part) for part in path.split("/")):
+            if not all(safe_name(part) for part in path.split("/")):
                 raise ImportFailure(
                     f"refused: commit {commit.sha[:7]} has a path {path!r}, "
                     "which git itself rejects",
@@ -278,7 +211,7 @@ def _result_folder(path: str, prefix_depth: int, known: set[str]) -> str | None:
     return None
 
 
-def _campaigns(repo: _Repository, objects: _Objects) -> dict[tuple[str, ...], Campaign]:
+def _campaigns(repo: _Repository, objects: GitObjects) -> dict[tuple[str, ...], Campaign]:
     """Each identity found in the history, with its first and last commit, in commit order."""
     history = _log(repo)
     if history:  # a SHA-256 repository's trees hold 32-byte ids
@@ -306,7 +239,7 @@ def _campaigns(repo: _Repository, objects: _Objects) -> dict[tuple[str, ...], Ca
     return dict(sorted(campaigns.items(), key=lambda item: item[1].order))
 
 
-def _identity(objects: _Objects, commit: Commit, folder: str) -> tuple[str, ...] | None:
+def _identity(objects: GitObjects, commit: Commit, folder: str) -> tuple[str, ...] | None:
     """(kind, skill, source key) of what `folder` held at `commit`; None if no results.
 
     The source key follows the readers (baseline.py, eval_magic.py, skill_creator.py) so a
@@ -336,15 +269,14 @@ def _identity(objects: _Objects, commit: Commit, folder: str) -> tuple[str, ...]
         if "BASELINE.md" in files:
             text = _text(objects, files["BASELINE.md"])
             provenance = parse_provenance(text) if text is not None else {}
-        label = _unset(provenance.get("Iteration")) or "baseline"
-        timestamp = _unset(provenance.get("Run timestamp")) or benchmark.get("generated", "")
+        label, timestamp = campaign_identity(provenance, benchmark)
         return "baseline", skill, f"{label}@{timestamp}"
     metadata = benchmark.get("metadata")
     timestamp = (metadata.get("timestamp") if isinstance(metadata, dict) else None) or ""
     return "skill-creator", skill, f"{parts[-1]}@{timestamp}"
 
 
-def _skill_name(objects: _Objects, commit: Commit, owner: str) -> str:
+def _skill_name(objects: GitObjects, commit: Commit, owner: str) -> str:
     entry = objects.lookup(commit.tree, f"{owner}/SKILL.md" if owner else "SKILL.md")
     text = _text(objects, entry.oid) if entry is not None and entry.mode != "40000" else None
     if text is not None:
@@ -357,7 +289,7 @@ def _skill_name(objects: _Objects, commit: Commit, owner: str) -> str:
     return owner.rsplit("/", 1)[-1]
 
 
-def _text(objects: _Objects, oid: str) -> str | None:
+def _text(objects: GitObjects, oid: str) -> str | None:
     raw = objects.read(oid, limit=MAX_IDENTITY_BYTES)
     try:
         return jsonfiles.read_text(raw, display="") if raw is not None else None
@@ -365,7 +297,7 @@ def _text(objects: _Objects, oid: str) -> str | None:
         return None
 
 
-def _json(objects: _Objects, oid: str) -> dict[str, Any]:
+def _json(objects: GitObjects, oid: str) -> dict[str, Any]:
     """A JSON object, or {} for anything else: the import names what is wrong with it."""
     raw = objects.read(oid, limit=MAX_IDENTITY_BYTES)
     try:
@@ -392,7 +324,7 @@ def _context_paths(folder: str) -> list[str]:
 
 
 def _materialise(
-    repo: _Repository, objects: _Objects, campaign: Campaign, into: Path
+    repo: _Repository, objects: GitObjects, campaign: Campaign, into: Path
 ) -> ImportRoot:
     """Write the campaign's latest version, with its commit's definitions, below `into`."""
     commit = campaign.last
@@ -427,155 +359,6 @@ def _materialise(
         },
         generated_at=datetime.fromisoformat(campaign.first.date),
     )
-
-
-class _Objects:
-    """One `git cat-file --batch` serving every tree and blob of a history import.
-
-    Objects are asked for by id only, so no path (spaces, newlines, colons) is ever parsed
-    by git; trees are cached because consecutive commits share most of them. What it writes
-    is held to the archive limits, as a clone is as untrusted as an uploaded archive.
-    """
-
-    def __init__(self, repo: _Repository) -> None:
-        self.repo = repo
-        self.top = repo.top
-        self.oid_bytes = 20
-        self.written = self.files_written = 0
-        self.trees: dict[str, list[_Entry]] = {}
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def __enter__(self) -> _Objects:
-        try:
-            self.process = subprocess.Popen(
-                ["git", *GIT_OPTIONS, "-C", str(self.top), "cat-file", "--batch"],
-                env=_environment(),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-            )
-        except OSError as exc:
-            raise ImportFailure(f"could not run git: {exc.strerror or exc}") from None
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self.process is not None and self.process.stdin is not None
-        with suppress(OSError):
-            self.process.stdin.close()
-        self.process.kill()  # it may be mid-way through an object we stopped reading
-        self.process.wait()
-
-    def _ask(self, oid: str) -> tuple[str, int]:
-        assert self.process is not None and self.process.stdin and self.process.stdout
-        try:
-            self.process.stdin.write(oid.encode() + b"\n")
-            self.process.stdin.flush()
-        except OSError:
-            raise ImportFailure("git cat-file stopped", path=str(self.top)) from None
-        header = self.process.stdout.readline().split()
-        if len(header) != 3:
-            raise ImportFailure(
-                f"object {oid} is missing from the clone (a shallow or partial clone?)",
-                path=str(self.top),
-            )
-        return header[1].decode(), int(header[2])
-
-    def _chunks(self, size: int) -> Iterator[bytes]:
-        assert self.process is not None and self.process.stdout is not None
-        left = size + 1  # the object, then git's newline
-        while left:
-            chunk = self.process.stdout.read(min(left, CHUNK))
-            if not chunk:
-                raise ImportFailure("git cat-file stopped mid-object", path=str(self.top))
-            left -= len(chunk)
-            yield chunk[:-1] if not left else chunk
-
-    def read(self, oid: str, *, limit: int | None = None, kind: str = "blob") -> bytes | None:
-        """An object's bytes; None (and skipped over) when larger than `limit`."""
-        found, size = self._ask(oid)
-        if found != kind:
-            raise ImportFailure(f"object {oid} is a {found}, not a {kind}", path=str(self.top))
-        if limit is not None and size > limit:
-            for _ in self._chunks(size):
-                pass  # past it, to the next object
-            return None
-        return b"".join(self._chunks(size))
-
-    def tree(self, oid: str) -> list[_Entry]:
-        if oid not in self.trees:
-            self.trees[oid] = self._parse_tree(oid, self.read(oid, kind="tree") or b"")
-        return self.trees[oid]
-
-    def _parse_tree(self, oid: str, data: bytes) -> list[_Entry]:
-        entries, pos = [], 0
-        try:
-            while pos < len(data):
-                space = data.index(b" ", pos)
-                nul = data.index(b"\0", space)
-                end = nul + 1 + self.oid_bytes
-                name = os.fsdecode(data[space + 1 : nul])
-                entries.append(_Entry(name, data[pos:space].decode(), data[nul + 1 : end].hex()))
-                pos = end
-        except ValueError:
-            raise ImportFailure(f"tree {oid} is corrupt", path=str(self.top)) from None
-        return entries
-
-    def lookup(self, tree: str, path: str) -> _Entry | None:
-        """The entry at `path` below `tree`, or None."""
-        found: _Entry | None = _Entry("", "40000", tree)
-        for name in path.split("/"):
-            if found is None or found.mode != "40000":
-                return None
-            found = next((e for e in self.tree(found.oid) if e.name == name), None)
-        return found
-
-    def files(self, tree: str, *, display: str = "") -> list[tuple[str, str]]:
-        """(relative path, blob id) of every regular file below `tree`.
-
-        What a folder import leaves out is never written: links (it never follows one),
-        submodules, `.git`, agent working folders and hidden tool state. A name that could
-        escape the folder is refused outright: only a crafted repository holds one.
-        """
-        found: list[tuple[str, str]] = []
-        stack = [(tree, "")]
-        while stack:
-            oid, prefix = stack.pop()
-            for entry in self.tree(oid):
-                if not _safe(entry.name):
-                    raise ImportFailure(
-                        f"refused: a tree entry named {entry.name!r}, which git itself rejects",
-                        path=f"{display}/{prefix}".rstrip("/") or str(self.top),
-                    )
-                if entry.mode == "40000":
-                    if not is_skipped_dir(entry.name):
-                        stack.append((entry.oid, f"{prefix}{entry.name}/"))
-                elif entry.mode in BLOB_MODES and entry.name not in NOT_WRITTEN:
-                    found.append((prefix + entry.name, entry.oid))
-        return found
-
-    def write(self, oid: str, dest: Path) -> None:
-        """Stream a blob to `dest`, checking the limits before reading a byte of it."""
-        kind, size = self._ask(oid)
-        if kind != "blob":
-            raise ImportFailure(f"object {oid} is a {kind}, not a blob", path=str(self.top))
-        self.files_written += 1
-        self.written += size
-        if self.files_written > settings.EVALSITE_ARCHIVE_MAX_FILES:
-            raise ImportFailure(
-                f"its history holds more than {settings.EVALSITE_ARCHIVE_MAX_FILES} result "
-                "files (limit EVALSITE_ARCHIVE_MAX_FILES)",
-                path=self.repo.given,
-            )
-        if self.written > settings.EVALSITE_ARCHIVE_MAX_BYTES:
-            raise ImportFailure(
-                f"its history holds more than {settings.EVALSITE_ARCHIVE_MAX_BYTES} bytes of "
-                "results (limit EVALSITE_ARCHIVE_MAX_BYTES)",
-                path=self.repo.given,
-            )
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        with open(dest, "wb") as out:
-            for chunk in self._chunks(size):
-                out.write(chunk)
 
 
 __all__ = ["Campaign", "Commit", "import_history"]

@@ -177,7 +177,8 @@ class _Importer:
         hint_name, known, warnings = self._known_definitions(source, definitions)
         skill_name = _skill_name(source, tree, definitions, hint_name)
         label = source.label if source.kind != "baseline" else ""
-        if label and self.writer.skip_unchanged(
+        # Known provenance (a commit) may be new for unchanged files: let the writer decide.
+        if label and not unit.root.provenance and self.writer.skip_unchanged(
             skill_name=skill_name, content_hash=tree.digest(), label=label
         ):
             return

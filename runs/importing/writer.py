@@ -201,6 +201,13 @@ class Writer:
         self.touched_skills.add(skill.pk)
         existing = Iteration.objects.filter(skill=skill, source_key=parsed.source_key).first()
         if existing is not None and existing.content_hash == parsed.content_hash:
+            if parsed.provenance.get("git") and parsed.provenance != existing.provenance:
+                # The same files, now known from git history: keep where they came from.
+                existing.provenance = parsed.provenance
+                existing.save(update_fields=["provenance", "updated_at"])
+                self.report.count("iterations", "updated")
+                self.report.count("runs", "skipped", existing.runs.count())
+                return existing
             self.report.count("iterations", "skipped")
             self.report.count("runs", "skipped", existing.runs.count())
             return existing

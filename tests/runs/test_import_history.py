@@ -452,3 +452,22 @@ def test_the_partial_escapes_what_the_repository_says_and_is_empty_without_git()
     assert "&lt;b&gt;bold&lt;/b&gt;" in html
     plain = SimpleNamespace(provenance={"BASELINE.md": {"Mode": "new-skill"}})
     assert render_to_string("runs/_git_provenance.html", {"iteration": plain}).strip() == ""
+
+
+def test_history_adds_its_commit_to_a_campaign_already_imported_from_its_folder(
+    tmp_path: Path, real_fixtures: Path, client
+) -> None:
+    real = real_fixtures / "slow-powers" / "auditing-slow-powers-usage"
+    clone = Clone(tmp_path / "clone")
+    shutil.copytree(real, clone.path / real.name)
+    sha = clone.commit("Promote the <real> baseline")
+    import_workspace([clone.path])
+
+    report = import_history([clone.path])
+
+    assert report.counts["iterations"] == {"updated": 1}
+    iteration = Iteration.objects.get()
+    assert iteration.provenance["git"]["commit"] == sha
+    html = client.get(iteration.get_absolute_url()).content.decode()
+    assert f'<code title="{sha}">{sha[:7]}</code>' in html
+    assert "“Promote the &lt;real&gt; baseline”" in html
