@@ -540,6 +540,10 @@ class ImportOut(Schema):
     summary: str
     counts: dict[str, dict[str, int]]
     notes: list[str]
+    #: With keep_going: one line per iteration or skill folder that was refused.
+    rejected: list[str]
+    #: Folders holding result files that were not imported, each with the reason.
+    unimported: list[str]
 
 
 class ErrorOut(Schema):
@@ -551,9 +555,15 @@ class ErrorOut(Schema):
     auth=WRITE_AUTH,
     response={201: ImportOut, 400: ErrorOut, 413: ErrorOut},
     summary="Import a workspace archive (.zip or .tar.gz): all of it, or nothing",
+    description=(
+        "With `keep_going=true`, each valid iteration is imported in its own transaction and "
+        "each refused one is listed in `rejected` (the response is still 201)."
+    ),
 )
-def create_import(request: HttpRequest, archive: File[UploadedFile]) -> Any:
-    return _imported(lambda: import_upload(archive))
+def create_import(
+    request: HttpRequest, archive: File[UploadedFile], keep_going: Form[bool] = False
+) -> Any:
+    return _imported(lambda: import_upload(archive, keep_going=keep_going))
 
 
 @router.post(
@@ -564,15 +574,19 @@ def create_import(request: HttpRequest, archive: File[UploadedFile]) -> Any:
     description=(
         "Multipart: `files` (repeated) and `paths` (repeated, same order), e.g. "
         "`my-skill/iteration-3/conditions.json`. An eval-magic iteration's skill is the "
-        "folder above `iteration-N`."
+        "folder above `iteration-N`. `keep_going=true` as for `POST /imports`."
     ),
 )
 def create_import_from_files(
-    request: HttpRequest, files: File[list[UploadedFile]], paths: Form[list[str]]
+    request: HttpRequest,
+    files: File[list[UploadedFile]],
+    paths: Form[list[str]],
+    keep_going: Form[bool] = False,
 ) -> Any:
     if len(paths) != len(files):
         return Status(400, {"detail": f"paths: {len(paths)} paths for {len(files)} files"})
-    return _imported(lambda: import_files(list(zip(paths, files, strict=True))))
+    pairs = list(zip(paths, files, strict=True))
+    return _imported(lambda: import_files(pairs, keep_going=keep_going))
 
 
 def _imported(run_import: Callable[[], ImportReport]) -> Status:
@@ -588,5 +602,7 @@ def _imported(run_import: Callable[[], ImportReport]) -> Status:
             "summary": report.summary(),
             "counts": {kind: dict(counter) for kind, counter in report.counts.items()},
             "notes": report.notes,
+            "rejected": report.rejected,
+            "unimported": report.unimported,
         },
     )

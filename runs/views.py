@@ -335,6 +335,10 @@ class UploadForm(forms.Form):
         help_text="A .zip or .tar.gz of a workspace, iteration or skill folder"
     )
     dry_run = forms.BooleanField(required=False, label="Dry run: check it, save nothing")
+    keep_going = forms.BooleanField(
+        required=False,
+        label="Keep going: import each valid iteration, list the rejected ones",
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -346,7 +350,9 @@ def import_page(request: HttpRequest) -> HttpResponse:
         if form.is_valid():
             try:
                 report = import_upload(
-                    form.cleaned_data["archive"], dry_run=form.cleaned_data["dry_run"]
+                    form.cleaned_data["archive"],
+                    dry_run=form.cleaned_data["dry_run"],
+                    keep_going=form.cleaned_data["keep_going"],
                 )
             except ImportFailure as exc:
                 error, status = exc.message, 413 if isinstance(exc, UploadTooLarge) else 400

@@ -25,8 +25,11 @@ class UploadTooLarge(ImportFailure):
     """The upload is over EVALSITE_UPLOAD_MAX_BYTES; refused before it is opened."""
 
 
-def import_upload(upload: UploadedFile, *, dry_run: bool = False) -> ImportReport:
-    """Import an uploaded .zip / .tar.gz workspace archive: all of it, or nothing.
+def import_upload(
+    upload: UploadedFile, *, dry_run: bool = False, keep_going: bool = False
+) -> ImportReport:
+    """Import an uploaded .zip / .tar.gz workspace archive: all of it, or nothing (with
+    `keep_going`, each valid iteration, the rejected ones listed in the report).
 
     Raises ImportFailure (UploadTooLarge for the size limit) with the one-line message, which
     names the upload as the client called it, never where it was saved.
@@ -42,11 +45,14 @@ def import_upload(upload: UploadedFile, *, dry_run: bool = False) -> ImportRepor
     with _upload_folder() as folder:
         path = folder / name
         _save(upload, path, shown=name)
-        return _import_saved(path, folder, dry_run=dry_run)
+        return _import_saved(path, folder, dry_run=dry_run, keep_going=keep_going)
 
 
 def import_files(
-    files: Sequence[tuple[str, UploadedFile]], *, dry_run: bool = False
+    files: Sequence[tuple[str, UploadedFile]],
+    *,
+    dry_run: bool = False,
+    keep_going: bool = False,
 ) -> ImportReport:
     """Import uploaded files placed at their relative paths, e.g. one iteration folder's files
     sent as `<skill>/iteration-3/conditions.json`, `<skill>/iteration-3/eval-a/…`.
@@ -71,7 +77,7 @@ def import_files(
     with _upload_folder() as folder:
         for (relative, upload), target in zip(files, targets, strict=True):
             _save(upload, folder.joinpath(*target.parts), shown=relative)
-        return _import_saved(folder, folder, dry_run=dry_run)
+        return _import_saved(folder, folder, dry_run=dry_run, keep_going=keep_going)
 
 
 def _checked_targets(paths: list[str]) -> list[PurePosixPath]:
@@ -117,14 +123,23 @@ def _save(upload: UploadedFile, path: Path, *, shown: str) -> None:
         raise ImportFailure(f"cannot save the upload: {error.strerror}", path=shown) from None
 
 
-def _import_saved(path: Path, folder: Path, *, dry_run: bool) -> ImportReport:
-    """Import what was saved; errors name files as the client sent them, not the temp folder."""
+def _import_saved(path: Path, folder: Path, *, dry_run: bool, keep_going: bool) -> ImportReport:
+    """Import what was saved; messages name files as the client sent them, never where the
+    server saved them."""
+
+    def as_sent(message: str) -> str:
+        return message.replace(f"{folder}/", "").replace(str(folder), "upload")
+
     try:
-        return import_workspace([path], dry_run=dry_run)
+        report = import_workspace([path], dry_run=dry_run, keep_going=keep_going)
     except ImportFailure as exc:
-        exc.message = exc.message.replace(f"{folder}/", "").replace(str(folder), "upload")
+        exc.message = as_sent(exc.message)
         exc.args = (exc.message,)
         raise
+    report.rejected = [as_sent(line) for line in report.rejected]
+    report.unimported = [as_sent(line) for line in report.unimported]
+    report.notes = [as_sent(line) for line in report.notes]
+    return report
 
 
 def _safe_relative(relative: str) -> PurePosixPath:

@@ -300,3 +300,24 @@ def test_feedback_json_notes_come_with_their_runs(api: Client, sample) -> None:
     notes = [r for run in runs for r in run["reviews"]]
     assert notes and {n["source"] for n in notes} == {"feedback.json"}
     assert all(n["kind"] == "note" and n["author"] is None for n in notes)
+
+
+def test_keep_going_imports_the_valid_iterations_and_lists_the_rejected(
+    api: Client, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    eval_magic_iteration(workspace, skill="good")
+    bad = eval_magic_iteration(workspace, skill="bad")
+    (bad / "eval-alpha" / "with_skill" / "grading.json").write_text("{")
+    archive = io.BytesIO(zipped(workspace, tmp_path / "ws.zip").read_bytes())
+    archive.name = "ws.zip"
+
+    response = api.post("/api/imports", {"archive": archive, "keep_going": "true"})
+
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["counts"]["iterations"] == {"created": 1}
+    [line] = body["rejected"]
+    assert line.startswith("ws.zip!/ws/bad/iteration-1/eval-alpha/with_skill/grading.json: ")
+    assert "evalsite-" not in line
+    assert list(Iteration.objects.values_list("skill__name", flat=True)) == ["good"]

@@ -55,3 +55,25 @@ def test_the_upload_form_escapes_the_file_name(client: Client) -> None:
     upload.name = "<img src=x onerror=alert(1)>.txt"
     html = client.post("/imports/", {"archive": upload}).content.decode()
     assert "&lt;img src=x onerror=alert(1)&gt;.txt: not a .zip" in html
+
+
+def test_keep_going_on_the_page_lists_each_rejected_iteration(
+    client: Client, tmp_path: Path
+) -> None:
+    eval_magic_iteration(tmp_path / "ws", skill="good")
+    bad = eval_magic_iteration(tmp_path / "ws", skill="bad")
+    (bad / "eval-alpha" / "with_skill" / "grading.json").write_text("{")
+
+    response = client.post(
+        "/imports/", {"archive": archive_of(tmp_path / "ws" / "good", "ws.zip"), "keep_going": "on"}
+    )
+    assert response.status_code == 200
+
+    response = client.post(
+        "/imports/", {"archive": archive_of(bad.parent, "ws.zip"), "keep_going": "on"}
+    )
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "1 rejected" in html and "rejected</span> ws.zip!/" in html
+    assert "evalsite-upload-" not in html
+    assert Iteration.objects.count() == 1
