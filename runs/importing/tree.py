@@ -107,10 +107,22 @@ def _too_large(size: int, display: str) -> ImportFailure:
 def read_result_file(path: Path, *, display: str) -> bytes:
     """One result file outside a tree (a skill's SKILL.md, an evals.json beside results),
     with the same size limit."""
-    size = path.stat().st_size
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise ImportFailure(f"cannot be read: {exc.strerror or exc}", path=display) from None
     if size > MAX_RESULT_BYTES:
         raise _too_large(size, display)
-    return path.read_bytes()
+    return _read(str(path), display)
+
+
+def _read(path: str, display: str) -> bytes:
+    """A file's bytes; a file the importer may not read is one line, not a traceback."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise ImportFailure(f"cannot be read: {exc.strerror or exc}", path=display) from None
 
 
 def read_tree(root: Path, *, display: str) -> FileTree:
@@ -137,6 +149,5 @@ def read_tree(root: Path, *, display: str) -> FileTree:
                     if result and size > MAX_RESULT_BYTES:
                         raise _too_large(size, tree.shown(relpath))
                     if result or size <= MAX_READ_BYTES:
-                        with open(entry.path, "rb") as handle:
-                            tree.files[relpath] = handle.read()
+                        tree.files[relpath] = _read(entry.path, tree.shown(relpath))
     return tree

@@ -128,6 +128,7 @@ class Writer:
         )
         skill = self.skill(definitions.skill_name, description=definitions.description)
         for definition in definitions.evals.values():
+            definition.name = _shortened(definition.name, EvalCase, "name")
             self.eval_case(skill, definition)
         return skill
 
@@ -195,6 +196,7 @@ class Writer:
             path=parsed.source_path,
         )
         _check_counts(parsed)
+        _fit_lengths(parsed)
         skill = self.skill(
             parsed.skill_name, description=parsed.skill_description, notes=parsed.notes
         )
@@ -428,6 +430,58 @@ def _check_counts(parsed: ParsedIteration) -> None:
                     f"{what} {value} is out of range (0 to {MAX_COUNT})",
                     path=f"{parsed.source_path}/{run.source_relpath}",
                 )
+
+
+def _max_length(model: type, field: str) -> int:
+    return model._meta.get_field(field).max_length
+
+
+def _shortened(value: str, model: type, field: str) -> str:
+    """A descriptive text cut to its column (PostgreSQL refuses a longer one; SQLite keeps
+    it), with an ellipsis to show it was cut."""
+    limit = _max_length(model, field)
+    return value if len(value) <= limit else value[: limit - 1] + "…"
+
+
+def _fit_lengths(parsed: ParsedIteration) -> None:
+    """Descriptions (models, labels, names) are shortened to their columns; identities
+    (folder names, paths, assertion ids) that do not fit are refused with one line."""
+    for name in ("run_label", "baseline", "agent_model", "judge_model", "harness"):
+        setattr(parsed, name, _shortened(getattr(parsed, name), Iteration, name))
+    for condition in parsed.conditions:
+        condition.staged_skill_slug = _shortened(
+            condition.staged_skill_slug, Condition, "staged_skill_slug"
+        )
+    for definition in parsed.evals.values():
+        definition.name = _shortened(definition.name, EvalCase, "name")
+
+    def refuse(what: str, value: str, limit: int, path: str) -> None:
+        raise ImportFailure(
+            f"{what} is {len(value)} characters, over the {limit} it may have", path=path
+        )
+
+    for name, value in (("folder name", parsed.label), ("iteration key", parsed.source_key)):
+        field = "label" if name == "folder name" else "source_key"
+        if len(value) > (limit := _max_length(Iteration, field)):
+            refuse(name, value, limit, parsed.source_path)
+    relpath_limit = _max_length(Run, "source_relpath")
+    id_limit = _max_length(AssertionResult, "assertion_id")
+    stop_limit = _max_length(Run, "stop_reason")
+    grader_limit = _max_length(AssertionResult, "grader")
+    for run in parsed.runs:
+        where = f"{parsed.source_path}/{run.source_relpath}"
+        if len(run.source_relpath) > relpath_limit:
+            refuse("the run's path", run.source_relpath, relpath_limit, parsed.source_path)
+        run.stop_reason = run.stop_reason[:stop_limit]
+        for result in run.grading.results if run.grading else ():
+            if len(result.assertion_id) > id_limit:
+                refuse(
+                    f"assertion id {result.assertion_id[:40]!r}…",
+                    result.assertion_id,
+                    id_limit,
+                    where,
+                )
+            result.grader = result.grader[:grader_limit]
 
 
 def _iteration_fields(parsed: ParsedIteration) -> dict[str, object]:

@@ -624,3 +624,32 @@ def test_a_run_index_beyond_the_database_column_is_one_line(tmp_path: Path) -> N
         f"{folder}/eval-0/with_skill/run-99999999999: run index 99999999999 is out of range "
         "(0 to 2147483647)"
     )
+
+
+def test_a_long_eval_name_is_shortened_and_a_long_assertion_id_refused(tmp_path: Path) -> None:
+    long_name = {"eval_id": 0, "eval_name": "n" * 400, "prompt": "p"}
+    folder = creator_iteration(
+        tmp_path / "s-workspace" / "iteration-1", evals={"eval-0": long_name}
+    )
+
+    import_workspace([folder])
+
+    assert EvalCase.objects.get().name == "n" * 299 + "…"
+    record = grading({"a" * 301: True})
+    other = eval_magic_iteration(tmp_path / "ws", cells={("alpha", "with_skill"): [None]})
+    write_json(other / "eval-alpha" / "with_skill" / "grading.json", record)
+    with pytest.raises(ImportFailure) as info:
+        import_workspace([other])
+    assert "is 301 characters, over the 300 it may have" in str(info.value)
+
+
+@pytest.mark.skipif(__import__("os").geteuid() == 0, reason="root reads files whatever their mode")
+def test_an_unreadable_file_is_one_line(tmp_path: Path) -> None:
+    folder = eval_magic_iteration(tmp_path / "ws")
+    grading_json = folder / "eval-alpha" / "with_skill" / "grading.json"
+    grading_json.chmod(0)
+
+    with pytest.raises(ImportFailure) as info:
+        import_workspace([folder])
+
+    assert str(info.value) == f"{grading_json}: cannot be read: Permission denied"
