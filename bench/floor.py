@@ -3,8 +3,10 @@
 Reads every file of an eval-magic workspace root, parses the JSON with orjson, computes the
 content hashes the importer stores, and inserts skills, eval cases, iterations, conditions,
 runs (JSON columns serialised with orjson), gradings and assertion results with
-`sqlite3.executemany`, all in one transaction. No validation, no ORM: what is left is the
-cost of reading, parsing, hashing and SQLite itself, which no importer can go below.
+`executemany` (sqlite3, or psycopg on PostgreSQL), all in one transaction. No validation,
+no ORM: what is left is the cost of reading, parsing, hashing and the database itself, which
+no importer can go below. bench/floor_skill_creator.py is the same for a skill-creator
+workspace.
 
 The columns are those the importer fills (runs/importing/writer.py). The project's schema
 moves while this file does not, so each table's columns are read from the migrated database:
@@ -21,6 +23,7 @@ import re
 import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -143,24 +146,88 @@ ROLES = {
 }
 
 
+@dataclass(frozen=True)
+class Column:
+    name: str
+    #: NOT NULL without a default: an INSERT must give it a value.
+    required: bool
+    #: A literal of the column's type (and JSON check) for a column the floor does not know.
+    neutral: str
+
+
+class Database:
+    """The floor's connection: sqlite3 with evalsite's pragmas, or psycopg; one transaction."""
+
+    def __init__(self, target: Path | str):
+        self.postgres = str(target).startswith(("postgres://", "postgresql://"))
+        self.placeholder = "%s" if self.postgres else "?"
+        if self.postgres:
+            import psycopg
+
+            self.conn: Any = psycopg.connect(str(target))
+            # Django stores aware datetimes in UTC; the floor's naive UTC strings must agree.
+            self.conn.execute("SET TIME ZONE 'UTC'")
+            self.conn.commit()
+        else:
+            self.conn = sqlite3.connect(target, isolation_level=None)
+            # evalsite's own pragmas (settings.py), so both databases do the same I/O.
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+
+    def columns(self, table: str) -> list[Column]:
+        """The table's columns as migrated, in order."""
+        if self.postgres:
+            rows = self.conn.execute(
+                "SELECT column_name, is_nullable = 'NO' AND column_default IS NULL"
+                " AND is_identity = 'NO', data_type FROM information_schema.columns"
+                " WHERE table_name = %s AND table_schema = current_schema()"
+                " ORDER BY ordinal_position",
+                (table,),
+            ).fetchall()
+            return [Column(name, required, _pg_neutral(kind)) for name, required, kind in rows]
+        ddl = self.conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+        ).fetchone()[0]
+        # PRAGMA table_info rows: (cid, name, type, notnull, dflt_value, pk)
+        info = self.conn.execute(f"PRAGMA table_info({table})").fetchall()
+        return [
+            Column(row[1], bool(row[3]) and row[4] is None, _sqlite_neutral(row, ddl))
+            for row in info
+        ]
+
+    def begin(self) -> None:
+        if not self.postgres:  # psycopg opens a transaction with the first statement
+            self.conn.execute("BEGIN IMMEDIATE")
+
+    def executemany(self, sql: str, rows: Iterable[tuple[Any, ...]]) -> None:
+        if self.postgres:
+            with self.conn.cursor() as cursor:
+                cursor.executemany(sql, list(rows))  # pipelined by psycopg 3
+        else:
+            self.conn.executemany(sql, rows)
+
+    def commit_and_close(self) -> None:
+        if self.postgres:
+            self.conn.commit()
+        else:
+            self.conn.execute("COMMIT")
+        self.conn.close()
+
+
 class Table:
     """An INSERT for the floor's columns of one table, adapted to the table as migrated."""
 
-    def __init__(self, conn: sqlite3.Connection, name: str):
-        self.conn = conn
-        ddl = conn.execute(
-            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
-        ).fetchone()[0]
-        # PRAGMA table_info rows: (cid, name, type, notnull, dflt_value, pk)
-        info = conn.execute(f"PRAGMA table_info({name})").fetchall()
-        present = {row[1] for row in info}
+    def __init__(self, db: Database, name: str):
+        self.db = db
+        info = db.columns(name)
+        present = {column.name for column in info}
         known = COLUMNS[name]
         keep = [i for i, column in enumerate(known) if column in present]
         self.dropped = [column for column in known if column not in present]
-        filled = [row for row in info if row[1] not in known and row[3] and row[4] is None]
-        self.filled = [row[1] for row in filled]
+        filled = [column for column in info if column.name not in known and column.required]
+        self.filled = [column.name for column in filled]
         columns = [known[i] for i in keep] + self.filled
-        values = ["?"] * len(keep) + [_neutral(row, ddl) for row in filled]
+        values = [db.placeholder] * len(keep) + [column.neutral for column in filled]
         self.sql = f"INSERT INTO {name} ({', '.join(columns)}) VALUES ({', '.join(values)})"
         self.project: Callable[[Any], Any] | None = None
         if len(keep) != len(known):
@@ -170,10 +237,10 @@ class Table:
     def insert(self, rows: Iterable[tuple[Any, ...]]) -> None:
         if self.project is not None:
             rows = map(self.project, rows)
-        self.conn.executemany(self.sql, rows)
+        self.db.executemany(self.sql, rows)
 
 
-def _neutral(row: tuple[Any, ...], ddl: str) -> str:
+def _sqlite_neutral(row: tuple[Any, ...], ddl: str) -> str:
     """A SQL literal that satisfies a NOT NULL column's type and JSON check."""
     column, kind = row[1], (row[2] or "").lower()
     if f'JSON_VALID("{column}")' in ddl:
@@ -183,6 +250,31 @@ def _neutral(row: tuple[Any, ...], ddl: str) -> str:
     if "datetime" in kind or kind == "date":
         return "'1970-01-01 00:00:00'"
     return "''"
+
+
+def _pg_neutral(kind: str) -> str:
+    if kind in ("jsonb", "json"):
+        return "'{}'"
+    if kind == "boolean":
+        return "false"
+    if any(word in kind for word in ("int", "numeric", "double", "real")):
+        return "0"
+    if "timestamp" in kind or kind == "date":
+        return "'1970-01-01 00:00:00+00'"
+    return "''"
+
+
+def create_tables(db: Database) -> dict[str, Table]:
+    return {name: Table(db, name) for name in COLUMNS}
+
+
+def schema_notes(tables: dict[str, Table]) -> list[str]:
+    """Columns the floor filled with constants or left out: the schema moved on."""
+    notes = []
+    for name, table in tables.items():
+        notes += [f"{name}.{c}: unknown to the floor, set to a constant" for c in table.filled]
+        notes += [f"{name}.{c}: no longer in the schema, left out" for c in table.dropped]
+    return notes
 
 
 def _now() -> str:
@@ -240,33 +332,25 @@ def skill_called(events: list[dict[str, Any]], skill: str) -> bool:
 
 
 class Floor:
-    """Writes a workspace root's rows into a migrated SQLite database, in one transaction."""
+    """Writes a workspace root's rows into a migrated database, in one transaction."""
 
-    def __init__(self, db: Path):
-        self.conn = sqlite3.connect(db, isolation_level=None)
-        # evalsite's own pragmas (settings.py), so both databases do the same I/O.
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        self.tables = {name: Table(self.conn, name) for name in COLUMNS}
+    def __init__(self, target: Path | str):
+        self.db = Database(target)
+        self.tables = create_tables(self.db)
         self.ids: dict[str, int] = defaultdict(int)
         self.skills: dict[str, int] = {}
         self.eval_cases: dict[tuple[int, str, str], int] = {}
         self.now = _now()
 
     def schema_notes(self) -> list[str]:
-        """Columns the floor filled with constants or left out: the schema moved on."""
-        notes = []
-        for name, table in self.tables.items():
-            notes += [f"{name}.{c}: unknown to the floor, set to a constant" for c in table.filled]
-            notes += [f"{name}.{c}: no longer in the schema, left out" for c in table.dropped]
-        return notes
+        return schema_notes(self.tables)
 
     def next_id(self, table: str) -> int:
         self.ids[table] += 1
         return self.ids[table]
 
     def run(self, workspace: Path) -> None:
-        self.conn.execute("BEGIN IMMEDIATE")
+        self.db.begin()
         for skill_dir in sorted(p for p in workspace.iterdir() if p.is_dir()):
             iterations = sorted(
                 (p for p in skill_dir.iterdir() if (p / "conditions.json").is_file()),
@@ -274,8 +358,7 @@ class Floor:
             )
             for number, folder in enumerate(iterations, start=1):
                 self.iteration(skill_dir.name, folder, number)
-        self.conn.execute("COMMIT")
-        self.conn.close()
+        self.db.commit_and_close()
 
     def skill(self, name: str) -> int:
         if name not in self.skills:
@@ -478,8 +561,9 @@ class Floor:
         return self.eval_cases[key]
 
 
-def floor_import(workspace: Path, db: Path) -> list[str]:
-    """Write the workspace's rows into `db` (already migrated); notes on schema drift."""
+def floor_import(workspace: Path, db: Path | str) -> list[str]:
+    """Write the workspace's rows into `db` (a migrated SQLite file or a PostgreSQL URL);
+    notes on schema drift."""
     floor = Floor(db)
     floor.run(workspace)
     return floor.schema_notes()

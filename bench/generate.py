@@ -1,6 +1,7 @@
 """Generate a synthetic eval-magic workspace root (SPEC §3.1) for import benchmarks.
 
     python -m bench.generate OUT_DIR [--skills 5 --iterations 20 --evals 30 --runs 3 ...]
+    python -m bench.generate OUT_DIR --layout skill-creator [--evals 300 --runs 10 ...]
 
 The layout is `<root>/<skill>/iteration-<n>/` with conditions.json, benchmark.json,
 skill-snapshot.md and `eval-<id>/<condition>/run-<k>/` holding grading.json, run.json,
@@ -11,6 +12,9 @@ runs with the same arguments write byte-identical trees.
 
 Speed matters more than prose quality: texts are slices of line pools built once per seed,
 so a full-scale tree (18,000 runs, ~1.1 GB) is written in ~35 s on two CPUs.
+
+`--layout skill-creator` writes a skill-creator workspace instead (SPEC §3.3, see
+bench/generate_skill_creator.py): one iteration of 300 evals x 2 configurations x 10 runs.
 """
 
 from __future__ import annotations
@@ -696,19 +700,24 @@ SCHEMA_FOR = {
 }
 
 
-def validate_sample(root: Path, *, every: int = 25) -> int:
+def validate_sample(
+    root: Path, *, every: int = 25, schema_for: dict[str, str] | None = None
+) -> int:
     """Check every `every`-th JSON file (and every iteration file) with jsonschema.
 
-    Raises ValueError naming the file and the first error; returns how many were checked.
+    `schema_for` maps file names to schema files (default: eval-magic's); other JSON files
+    (a run's outputs) are not checked. Raises ValueError naming the file and the first
+    error; returns how many were checked.
     """
     import jsonschema
 
+    schema_for = schema_for or SCHEMA_FOR
     schemas_dir = Path(__file__).resolve().parent.parent / "schemas"
     validators = {}
-    for name, schema_file in SCHEMA_FOR.items():
+    for name, schema_file in schema_for.items():
         schema = orjson.loads((schemas_dir / schema_file).read_bytes())
         validators[name] = jsonschema.validators.validator_for(schema)(schema)
-    paths = sorted(Path(root).rglob("*.json"))
+    paths = sorted(p for p in Path(root).rglob("*.json") if p.name in validators)
     sample = set(paths[::every]) | {p for p in paths if p.parent.name.startswith("iter")}
     for path in sorted(sample):
         error = jsonschema.exceptions.best_match(
@@ -731,10 +740,11 @@ def tree_digest(root: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.generate", description=__doc__)
     parser.add_argument("out_dir", type=Path, metavar="OUT_DIR")
+    parser.add_argument("--layout", choices=("eval-magic", "skill-creator"), default="eval-magic")
     parser.add_argument("--skills", type=int, default=5)
     parser.add_argument("--iterations", type=int, default=20)
-    parser.add_argument("--evals", type=int, default=30)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--evals", type=int, default=None, help="default 30 (skill-creator 300)")
+    parser.add_argument("--runs", type=int, default=None, help="default 3 (skill-creator 10)")
     parser.add_argument("--assertions", type=int, default=6)
     parser.add_argument("--events", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0)
@@ -743,12 +753,30 @@ def main(argv: list[str] | None = None) -> int:
         "--validate", action="store_true", help="check a sample of the files with jsonschema"
     )
     args = parser.parse_args(argv)
+    if args.layout == "skill-creator":
+        from bench.generate_skill_creator import SCHEMA_FOR as SKILL_CREATOR_SCHEMA_FOR
+        from bench.generate_skill_creator import generate_skill_creator_workspace
+
+        counts = generate_skill_creator_workspace(
+            args.out_dir,
+            evals=args.evals or 300,
+            runs=args.runs or 10,
+            assertions=args.assertions,
+            seed=args.seed,
+            workers=args.workers,
+        )
+        if args.validate:
+            counts["validated_files"] = validate_sample(
+                args.out_dir, schema_for=SKILL_CREATOR_SCHEMA_FOR
+            )
+        print(orjson.dumps(counts, option=orjson.OPT_INDENT_2).decode())
+        return 0
     counts = generate_workspace(
         args.out_dir,
         skills=args.skills,
         iterations=args.iterations,
-        evals=args.evals,
-        runs=args.runs,
+        evals=args.evals or 30,
+        runs=args.runs or 3,
         assertions=args.assertions,
         events=args.events,
         seed=args.seed,
