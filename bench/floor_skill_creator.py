@@ -130,6 +130,12 @@ class SkillCreatorFloor:
         timestamp = metadata.get("timestamp") or ""
         iteration_id = self.next_id("iteration")
         self.numbers[skill_id] += 1
+        stored = benchmark
+        if benchmark and isinstance(benchmark.get("runs"), list):
+            # As the importer does when run folders hold the runs: benchmark.json's copies
+            # of them are not stored twice, only their number.
+            stored = {k: v for k, v in benchmark.items() if k != "runs"}
+            stored["runs_not_kept"] = len(benchmark["runs"])
         extra = {}
         if benchmark and isinstance(benchmark.get("notes"), list):
             extra["benchmark_notes"] = benchmark["notes"]
@@ -152,7 +158,7 @@ class SkillCreatorFloor:
                     _db_datetime(timestamp),
                     "[]",
                     0,
-                    _json(benchmark) if benchmark is not None else None,
+                    _json(stored) if stored is not None else None,
                     None,
                     "{}",
                     "",

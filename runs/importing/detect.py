@@ -192,29 +192,33 @@ def _walk(path: Path, depth: int, skill_folder: Path | None, found: Detection) -
 
 
 def _uncovered(root: Path, sources: list[Source]) -> list[tuple[Path, str]]:
-    """Folders under `root` holding result files that no source covers, with the reason."""
-    covered = [s.path.resolve() for s in sources if s.kind != "skill"]
-    skill_folders = [s.path.resolve() for s in sources if s.kind == "skill"]
+    """Folders under `root` holding result files that no source covers, with the reason.
+
+    The walk never enters a covered folder: the 18,000-run workspace has every file in one.
+    Paths are compared as the walk built them, from `root`, without resolving links.
+    """
+    covered = {str(s.path) for s in sources if s.kind != "skill"}
+    skill_folders = {s.path for s in sources if s.kind == "skill"}
     skipped: dict[Path, str] = {}
     for folder, dirnames, filenames in os.walk(root):
+        if folder in covered:
+            dirnames[:] = []
+            continue
+        dirnames[:] = [
+            name
+            for name in sorted(dirnames)
+            # agent working folders and tool caches: never results
+            if not (name in SKIPPED_DIRS or name.startswith(SKIPPED_DIR_PREFIXES))
+        ]
+        if RESULT_FILES.isdisjoint(filenames):
+            continue
         here = Path(folder)
-        kept = []
-        for name in sorted(dirnames):
-            if name in SKIPPED_DIRS or name.startswith(SKIPPED_DIR_PREFIXES):
-                continue  # agent working folders and tool caches: never results
-            kept.append(name)
-        dirnames[:] = kept
-        if not RESULT_FILES & set(filenames):
-            continue
-        resolved = here.resolve()
-        if any(resolved == c or c in resolved.parents for c in covered):
-            continue
-        skipped[here] = _reason(root, here, resolved, skill_folders)
+        skipped[here] = _reason(root, here, skill_folders)
         dirnames[:] = []  # one line per folder tree: its subfolders share the reason
     return sorted(skipped.items(), key=lambda item: natural_key(str(item[0])))
 
 
-def _reason(root: Path, here: Path, resolved: Path, skill_folders: list[Path]) -> str:
+def _reason(root: Path, here: Path, skill_folders: set[Path]) -> str:
     parts = here.relative_to(root).parts
     if any(is_snapshot(part) for part in parts):
         return "inside a snapshot folder, which holds copies of old skills, not results"
@@ -222,7 +226,7 @@ def _reason(root: Path, here: Path, resolved: Path, skill_folders: list[Path]) -
         return "inside a hidden folder, which holds tool state, not results"
     if len(parts) > MAX_DEPTH:
         return f"more than {MAX_DEPTH} folders deep"
-    if any(folder in resolved.parents for folder in skill_folders):
+    if skill_folders.intersection(here.parents):
         return (
             "inside a skill folder but not in its iteration-*/, *-workspace/ or "
             "evals/baseline/ folders"

@@ -49,11 +49,11 @@ def read_iteration(
     """Parse a skill-creator iteration folder (or a folder holding only benchmark.json)."""
     benchmark = None
     if "benchmark.json" in tree.files:
-        benchmark = jsonfiles.load(
-            tree.files["benchmark.json"],
-            "skill-creator-benchmark",
-            display=tree.shown("benchmark.json"),
-        )
+        shown = tree.shown("benchmark.json")
+        benchmark = tree.parsed.pop("benchmark.json", None)
+        if benchmark is None:
+            benchmark = jsonfiles.parse_json(tree.files["benchmark.json"], display=shown)
+        jsonfiles.validate(benchmark, "skill-creator-benchmark", display=shown)
     metadata = (benchmark or {}).get("metadata") or {}
     timestamp = metadata.get("timestamp") or ""
     model = str(metadata.get("executor_model") or "")
@@ -83,6 +83,13 @@ def read_iteration(
         runs.extend(_read_run(tree, *cell, metadata_by_dir))
     if not runs and benchmark and benchmark.get("runs"):
         runs = _runs_from_benchmark(benchmark, display=tree.shown("benchmark.json"))
+    elif benchmark and isinstance(benchmark.get("runs"), list):
+        # The runs were read from their own folders; benchmark.json's copies of them (often
+        # most of its bytes) are not kept twice, only their number.
+        iteration.recorded_benchmark = {
+            **{k: v for k, v in benchmark.items() if k != "runs"},
+            "runs_not_kept": len(benchmark["runs"]),
+        }
     if not runs:
         raise ImportFailure(
             "no eval-*/<configuration>/ run folders and no runs[] in benchmark.json",
@@ -479,20 +486,29 @@ def _align_result_ids(runs: list[ParsedRun], definitions: dict[str, EvalDefiniti
     object may be `{name, description}` or `{id, text}`. Where the text is the assertion's
     text, description or name, the result takes the assertion's id, so both sides agree.
     """
+    lookups: dict[str, tuple[set[str], dict[str, str]]] = {}
     for run in runs:
         definition = definitions.get(run.eval_id)
         if run.grading is None or definition is None:
             continue
-        ids = {a["id"] for a in definition.assertions}
-        by_text: dict[str, str] = {}
-        for assertion in definition.assertions:
-            for key in ("text", "description", "name", "rubric"):
-                value = assertion.get(key)
-                if isinstance(value, str) and value.strip():
-                    by_text.setdefault(_norm(value), assertion["id"])
+        if run.eval_id not in lookups:
+            by_text: dict[str, str] = {}
+            for assertion in definition.assertions:
+                for key in ("text", "description", "name", "rubric"):
+                    value = assertion.get(key)
+                    if isinstance(value, str) and value.strip():
+                        by_text.setdefault(_norm(value), assertion["id"])
+            lookups[run.eval_id] = ({a["id"] for a in definition.assertions}, by_text)
+        ids, by_text = lookups[run.eval_id]
+        if all(r.assertion_id in ids for r in run.grading.results):
+            continue
+        taken = {r.assertion_id for r in run.grading.results}
         for result in run.grading.results:
-            if result.assertion_id not in ids and (found := by_text.get(_norm(result.text))):
+            found = by_text.get(_norm(result.text)) if result.assertion_id not in ids else None
+            if found and found not in taken:  # never two results under one id
+                taken.discard(result.assertion_id)
                 result.assertion_id = found
+                taken.add(found)
 
 
 def _norm(text: str) -> str:

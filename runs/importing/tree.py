@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import itertools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .errors import ImportFailure
 
@@ -54,6 +54,9 @@ class FileTree:
     _sorted: list[str] | None = field(default=None, repr=False)
     _hashes: dict[str, bytes] = field(default_factory=dict, repr=False)
     _digests: dict[str, str] = field(default_factory=dict, repr=False)
+    #: JSON documents already parsed (not yet validated) by an earlier step, by path: a
+    #: skill-creator benchmark.json is read for the skill's name before the iteration is.
+    parsed: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def get(self, relpath: str) -> bytes | None:
         return self.files.get(relpath)
@@ -62,13 +65,12 @@ class FileTree:
         """The paths below `prefix` ("" = all), sorted; found by bisection, not a scan."""
         if self._sorted is None:
             self._sorted = sorted(self.sizes)
+        if not prefix:
+            return list(self._sorted)
         start = bisect.bisect_left(self._sorted, prefix)
-        found = []
-        for relpath in itertools.islice(self._sorted, start, None):
-            if not relpath.startswith(prefix):
-                break
-            found.append(relpath)
-        return found
+        # Every path starting with `prefix` sorts before prefix + the highest code point.
+        end = bisect.bisect_left(self._sorted, prefix + "\U0010ffff", start)
+        return self._sorted[start:end]
 
     def shown(self, relpath: str) -> str:
         """How a file is named in messages: the user's path to the folder, then the file."""

@@ -178,13 +178,18 @@ class _Importer:
         skill_name = _skill_name(source, tree, definitions, hint_name)
         label = source.label if source.kind != "baseline" else ""
         # Known provenance (a commit) may be new for unchanged files: let the writer decide.
-        if label and not unit.root.provenance and self.writer.skip_unchanged(
-            skill_name=skill_name, content_hash=tree.digest(), label=label
+        if (
+            label
+            and not unit.root.provenance
+            and self.writer.skip_unchanged(
+                skill_name=skill_name, content_hash=tree.digest(), label=label
+            )
         ):
             return
         if not known:
             known = _stored_definitions(skill_name)
         parsed = _read(source, tree, skill_name=skill_name, definitions=known)
+        tree.files.clear()  # parsed: the bytes need not stay in memory while rows are written
         parsed.notices.extend(warnings)
         if definitions is not None and definitions.skill_name == skill_name:
             parsed.skill_description = definitions.description
@@ -236,6 +241,7 @@ def _skill_name(
         return hint_name
     if source.kind == "skill-creator" and (raw := tree.get("benchmark.json")) is not None:
         data = jsonfiles.parse_json(raw, display=tree.shown("benchmark.json"))
+        tree.parsed["benchmark.json"] = data
         metadata = data.get("metadata") if isinstance(data, dict) else None
         declared = metadata.get("skill_name") if isinstance(metadata, dict) else None
         if isinstance(declared, str) and declared.strip() and not PLACEHOLDER.match(declared):
