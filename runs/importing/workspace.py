@@ -21,7 +21,7 @@ from runs.models import EvalCase
 from . import baseline, eval_magic, jsonfiles, skill_creator
 from .archives import archive_kind, extract_archive
 from .definitions import read_evals_hint, read_skill_definitions
-from .detect import Source, detect
+from .detect import Source, detect, workspace_folder_name
 from .errors import ImportFailure
 from .records import EvalDefinition, ParsedIteration, SkillDefinitions
 from .tree import read_result_file, read_tree
@@ -273,7 +273,7 @@ def _skill_definitions(folder: Path, *, display: str, strict: bool) -> SkillDefi
         evals_json=read_result_file(evals_json, display=f"{display}/evals/evals.json")
         if evals_json.is_file()
         else None,
-        folder_name=folder.name,
+        folder_name=workspace_folder_name(folder.resolve()),
         display=display,
         strict=strict,
     )
