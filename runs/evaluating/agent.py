@@ -115,6 +115,7 @@ class Conversation:
         tools: list[dict[str, Any]],
         toolbox: Toolbox,
         matches: Callable[[str, str], bool],
+        result: AgentResult | None = None,
     ):
         self.client = client
         self.settings = settings
@@ -125,7 +126,8 @@ class Conversation:
             self.tools[-1]["cache_control"] = {"type": "ephemeral"}
         self.toolbox = toolbox
         self.matches = matches
-        self.result = AgentResult()
+        # The caller's result, when given, so what a failed run did is still known.
+        self.result = result if result is not None else AgentResult()
         self.messages: list[dict[str, Any]] = []
 
     def _event(self, kind: str, round_: int, **fields: Any) -> dict[str, Any]:

@@ -66,7 +66,8 @@ def unfinished_iteration(skill_folder: Path) -> Path | None:
         if not conditions.is_file():
             continue
         recorded = json.loads(conditions.read_text(encoding="utf-8"))
-        if recorded.get("harness") == HARNESS and not (folder / "benchmark.json").exists():
+        started_here = recorded.get("harness") == HARNESS or "runevals" in recorded
+        if started_here and not (folder / "benchmark.json").exists():
             return folder
         return None
     return None

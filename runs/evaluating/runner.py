@@ -22,18 +22,17 @@ from typing import Any
 import anthropic
 
 from grading.graders.judge import JudgeUnavailable
-from grading.graders.rustregex import rust_search
 from runs.importing import import_workspace
 from runs.importing.checks import recomputed_benchmark, validity_warnings
 from runs.importing.eval_magic import read_iteration
 from runs.importing.tree import read_tree
 
-from .agent import AgentResult, AgentSettings, Conversation, system_prompt
-from .folders import HARNESS, SkillLock, iteration_folders, unfinished_iteration
+from .agent import AgentResult, AgentSettings
+from .folders import SkillLock, iteration_folders, unfinished_iteration
 from .grader import grade
+from .harness import Dispatch, Harness, MessagesHarness
 from .plan import Plan, RunPlan
 from .taskdir import build_template, copy_template
-from .tools import TaskFolder, Toolbox, tool_definitions
 
 
 class TimedClient:
@@ -102,6 +101,7 @@ class Settings:
     command_timeout: float = 120.0
     keep_env: bool = False
     responder_model: str | None = None
+    harness: Harness = field(default_factory=MessagesHarness)
 
 
 class Runner:
@@ -160,12 +160,15 @@ class Runner:
                 for c in plan.conditions
             ],
             timestamp=_now(),
-            harness=HARNESS,
+            harness=self.settings.harness.name,
             runs=max((e.runs for e in plan.evals), default=1),
             agent_model=plan.agent_model,
             judge_model=plan.judge_model,
             responder_model=self.settings.responder_model,
-            runevals={"evals": [e.eval_id for e in plan.evals]},
+            runevals={
+                "evals": [e.eval_id for e in plan.evals],
+                "harness_version": self.settings.harness.version,
+            },
         )
         _write_json(folder / "conditions.json", data)
         (folder / "skill-snapshot.md").write_text(
@@ -231,31 +234,28 @@ class Runner:
         template, baseline = self._template(folder, run.eval_id)
         env = folder / run.env_name
         copy_template(template, env)
-        skills = {condition.skill.name: condition.skill.body} if condition.skill else {}
-        descriptions = (
-            {condition.skill.name: condition.skill.description} if condition.skill else {}
-        )
-        conversation = Conversation(
-            client,
-            AgentSettings(
+        dispatch = Dispatch(
+            case=case.case,
+            env=env,
+            skill=condition.skill,
+            skill_dir=self.plan.skill_dir if condition.skill else None,
+            agent=AgentSettings(
                 model=self.plan.agent_model,
                 max_calls=self.settings.max_calls,
                 token_budget=self.settings.token_budget,
                 responder_model=self.settings.responder_model,
             ),
-            system=system_prompt(str(env.resolve()), descriptions),
-            tools=tool_definitions(with_skill=bool(skills)),
-            toolbox=Toolbox(TaskFolder(env), skills=skills),
-            matches=rust_search,
+            client=client,
+            result=AgentResult(),
         )
         staging = folder / ".partial" / run.relpath
         if staging.exists():
             shutil.rmtree(staging)
         staging.mkdir(parents=True)
         outcome = RunOutcome(run)
-        agent = conversation.result
+        agent = dispatch.result
         try:
-            agent = conversation.run(case.case)
+            agent = self.settings.harness.run(dispatch)
             self._write_run(staging, run, case, condition, env, agent)
             graded = grade(
                 client=client,
