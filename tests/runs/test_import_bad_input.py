@@ -22,44 +22,24 @@ from django.http import HttpResponse
 from django.test import Client
 
 from accounts.models import ApiToken
-from grading.models import AssertionResult, Grading, Review
 from runs.importing import ImportFailure, import_workspace
 from runs.importing.archives import extract_archive
 from runs.importing.frontmatter import FrontMatter, parse_front_matter
 from runs.importing.jsonfiles import parse_json, parse_timestamp
 from runs.importing.tree import MAX_READ_BYTES, MAX_RESULT_BYTES
-from runs.models import Condition, EvalCase, Iteration, Run, Skill
+from runs.models import Run
 from tests.factories import (
     conversation,
     eval_magic_iteration,
     skill_creator_iteration,
     write_json,
 )
+from tests.runs.rows import failure, row_counts
 
 pytestmark = pytest.mark.django_db
 
-MODELS = [Skill, EvalCase, Iteration, Condition, Run, Grading, AssertionResult, Review]
 RUN = "eval-alpha/with_skill"
 MiB = 1 << 20
-
-
-def row_counts() -> dict[str, int]:
-    return {model.__name__: model.objects.count() for model in MODELS}
-
-
-@pytest.fixture
-def existing(tmp_path: Path) -> dict[str, int]:
-    """Something already in the database, so 'nothing changed' means something."""
-    import_workspace([eval_magic_iteration(tmp_path / "already", skill="already-there")])
-    return row_counts()
-
-
-def failure(paths: list[Path]) -> str:
-    with pytest.raises(ImportFailure) as info:
-        import_workspace(paths)
-    message = str(info.value)
-    assert "\n" not in message
-    return message
 
 
 def edit_json(path: Path, text_change: tuple[str, str]) -> None:

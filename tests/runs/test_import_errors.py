@@ -7,33 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from grading.models import AssertionResult, Grading, Review
-from runs.importing import ImportFailure, import_workspace
-from runs.models import Condition, EvalCase, Iteration, Run, Skill
+from runs.importing import import_workspace
+from runs.models import Iteration
 from tests.factories import eval_magic_iteration, skill_folder, write_json
+from tests.runs.rows import failure, row_counts
 
 pytestmark = pytest.mark.django_db
-
-MODELS = [Skill, EvalCase, Iteration, Condition, Run, Grading, AssertionResult, Review]
-
-
-def row_counts() -> dict[str, int]:
-    return {model.__name__: model.objects.count() for model in MODELS}
-
-
-@pytest.fixture
-def existing(tmp_path: Path) -> dict[str, int]:
-    """Something already in the database, so 'nothing changed' means something."""
-    import_workspace([eval_magic_iteration(tmp_path / "already", skill="already-there")])
-    return row_counts()
-
-
-def failure(paths: list[Path]) -> str:
-    with pytest.raises(ImportFailure) as info:
-        import_workspace(paths)
-    message = str(info.value)
-    assert "\n" not in message
-    return message
 
 
 def test_malformed_json_names_the_file_line_and_column(tmp_path: Path, existing: dict) -> None:
