@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("SECRET_KEY", "tests-only-secret-key")
+# The project's .env (written by quickstart) is for commands, not for the test suite.
+os.environ.setdefault("EVALSITE_ENV_FILE", "")
 
 from evalsite.settings import *  # noqa: E402, F403
 

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
 
+from evalsite.settings import read_env_file
 from grading.models import AssertionResult, Grading
 from runs.models import EvalCase, Iteration, Run, Skill
 from tests.factories import eval_magic_iteration
@@ -105,3 +111,40 @@ def test_the_sample_exercises_what_the_dashboard_must_show() -> None:
     assert Iteration.objects.filter(missing_gradings__gt=0).exists()
     assert Grading.objects.filter(summary_computed=True).exists()
     assert Run.objects.filter(final_message__contains="<script>").exists()  # escaping
+
+
+def test_quickstart_leaves_a_private_env_file_that_later_commands_read(
+    tmp_path: Path, settings
+) -> None:
+    settings.EVALSITE_ENV_FILE = env_file = tmp_path / ".env"
+
+    output = run_command("quickstart", "--no-serve")
+
+    assert f"Wrote {env_file}" in output
+    assert env_file.stat().st_mode & 0o777 == 0o600
+    key = read_env_file(env_file)["SECRET_KEY"]
+    assert len(key) >= 50
+    run_command("quickstart", "--no-serve")
+    assert read_env_file(env_file)["SECRET_KEY"] == key  # kept, never regenerated
+
+    # A new shell with no variables: the commands the README names work as written.
+    shell = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "EVALSITE_ENV_FILE": str(env_file)}
+    shell["DATABASE_URL"] = f"sqlite:///{tmp_path / 'fresh.sqlite3'}"
+    manage = [sys.executable, str(Path(django_settings.BASE_DIR) / "manage.py")]
+    folder = eval_magic_iteration(tmp_path / "ws")
+    for command in (["migrate", "-v0"], ["importworkspace", str(folder)], ["runevals", "--help"]):
+        done = subprocess.run(
+            [*manage, *command], env=shell, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr and "W040" not in done.stderr
+
+
+def test_the_env_file_reader_takes_what_shells_write_and_names_a_bad_line(tmp_path: Path) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text("# c\n\nexport A=1\nB = \"two words\"\nC='x=y'\n")
+    assert read_env_file(env_file) == {"A": "1", "B": "two words", "C": "x=y"}
+
+    env_file.write_text("A=1\nnot a pair\n")
+    with pytest.raises(ImproperlyConfigured, match=r"\.env, line 2: expected KEY=value"):
+        read_env_file(env_file)

@@ -9,11 +9,28 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.utils import get_random_secret_key
 
 from runs.importing import ImportFailure, import_workspace
 
 SAMPLE_WORKSPACE = Path(__file__).resolve().parents[2] / "sample"
 USERNAME = "admin"
+
+
+def write_env_file(path: Path) -> Path | None:
+    """Give the project a `.env` with a generated SECRET_KEY, unless it has one already, so
+    `importworkspace`, `runevals` and the README's cron line work in a new shell. Returns
+    the file when it was written."""
+    if path.exists():
+        return None
+    path.write_text(
+        "# Written by `manage.py quickstart`; read by evalsite/settings.py. Variables set in\n"
+        "# the environment win. Keep this file private: it holds the site's secret key.\n"
+        f"SECRET_KEY={get_random_secret_key()}\n",
+        encoding="utf-8",
+    )
+    path.chmod(0o600)
+    return path
 
 
 class Command(BaseCommand):
@@ -29,6 +46,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, addrport: str, no_serve: bool, **options: object) -> None:
         verbose = options["verbosity"] > 0
+        wrote = write_env_file(settings.EVALSITE_ENV_FILE) if settings.EVALSITE_ENV_FILE else None
+        if wrote and verbose:
+            self.stdout.write(f"Wrote {wrote}: a SECRET_KEY for every later command")
         call_command("migrate", interactive=False, verbosity=0)
         try:
             report = import_workspace([SAMPLE_WORKSPACE])
