@@ -26,6 +26,20 @@ class ApiTokenAuth(HttpBearer):
         return found.user
 
 
+class BrowserSessionAuth(SessionAuth):
+    """A logged-in browser session, with its CSRF token for writes.
+
+    Only for requests that carry no bearer token and do have a session: otherwise ninja's
+    SessionAuth checks CSRF first, so a bad token or no login answered 403 "CSRF check
+    Failed" where 401 is the answer.
+    """
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if "Authorization" in request.headers or not request.user.is_authenticated:
+            return None
+        return super().__call__(request)
+
+
 class PublicReadAuth(SessionAuth):
     """Lets anyone read when EVALSITE_PUBLIC_READ is on; reads only (writes never get here).
 
@@ -43,9 +57,9 @@ class PublicReadAuth(SessionAuth):
 
 
 #: Writes: a token, or a logged-in session with its CSRF token.
-WRITE_AUTH = [ApiTokenAuth(), SessionAuth(csrf=True)]
+WRITE_AUTH = [ApiTokenAuth(), BrowserSessionAuth(csrf=True)]
 #: Reads: the same, or anyone when the site is opened for reading.
-READ_AUTH = [ApiTokenAuth(), SessionAuth(csrf=True), PublicReadAuth()]
+READ_AUTH = [ApiTokenAuth(), BrowserSessionAuth(csrf=True), PublicReadAuth()]
 
 
 def docs_access(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:

@@ -321,3 +321,28 @@ def test_keep_going_imports_the_valid_iterations_and_lists_the_rejected(
     assert line.startswith("ws.zip!/ws/bad/iteration-1/eval-alpha/with_skill/grading.json: ")
     assert "evalsite-" not in line
     assert list(Iteration.objects.values_list("skill__name", flat=True)) == ["good"]
+
+
+@pytest.mark.parametrize(
+    "headers", [{"Authorization": "Bearer not-a-token"}, {"Authorization": "Basic eDp5"}, {}]
+)
+def test_a_write_without_a_valid_token_is_401_json_not_a_csrf_failure(
+    tmp_path: Path, headers: dict[str, str]
+) -> None:
+    archive = io.BytesIO(b"PK")
+    archive.name = "x.zip"
+
+    response = Client(headers=headers).post("/api/imports", {"archive": archive})
+
+    assert response.status_code == 401
+    assert response.json()["detail"].startswith("authentication required")
+    assert response["WWW-Authenticate"] == "Bearer"
+
+
+def test_a_logged_in_browser_still_needs_its_csrf_token_to_write(user) -> None:
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(user)
+    archive = io.BytesIO(b"PK")
+    archive.name = "x.zip"
+
+    assert browser.post("/api/imports", {"archive": archive}).status_code == 403
