@@ -28,8 +28,8 @@ LOGIN_WINDOW = 15 * 60
 class LoginView(auth_views.LoginView):
     """Django's login, refusing a username and address after LOGIN_ATTEMPTS failures.
 
-    Counted in the cache: per process with the default local-memory cache, so a site with
-    several workers allows that many attempts per worker.
+    Counted in the cache: per process with the default local-memory cache (a site with
+    several workers then allows that many attempts per worker), shared with REDIS_URL.
     """
 
     redirect_authenticated_user = True
