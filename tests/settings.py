@@ -22,3 +22,7 @@ WHITENOISE_AUTOREFRESH = True
 
 # Tests measure the uncached path (query budgets, fresh figures); one test turns it on.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
+
+# Hashing a password with the production hasher takes ~0.3 s by design; tests log in
+# hundreds of times, and what they test is the login, not the hash's cost.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
