@@ -1,14 +1,18 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.http import HttpRequest
 
-from .models import AssertionResult, Grading, Review
+from .models import AssertionResult, Grading, GradingHistory, Review
 
 
 class AssertionResultInline(admin.TabularInline):
     model = AssertionResult
     extra = 0
-    fields = ["assertion_id", "is_meta", "passed", "confidence", "grader", "evidence"]
+    fields = [
+        *("assertion_id", "is_meta", "passed", "confidence", "grader", "judge_model"),
+        "evidence",
+    ]
 
 
 @admin.register(Grading)
@@ -26,6 +30,23 @@ class AssertionResultAdmin(admin.ModelAdmin):
     list_filter = ["passed", "grader", "is_meta"]
     search_fields = ["assertion_id", "evidence"]
     raw_id_fields = ["grading"]
+
+
+@admin.register(GradingHistory)
+class GradingHistoryAdmin(admin.ModelAdmin):
+    """The gradings `manage.py regrade` replaced, kept as they were: read only."""
+
+    list_display = ["run", "replaced_at", "format", "pass_rate"]
+    list_filter = ["format"]
+    list_select_related = ["run__condition"]
+    raw_id_fields = ["run"]
+    readonly_fields = ["run", "replaced_at", "replaced_by", "format", "pass_rate", "snapshot"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
 
 
 @admin.register(Review)

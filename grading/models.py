@@ -18,6 +18,8 @@ class Grading(models.Model):
         EVAL_MAGIC = "eval-magic", "eval-magic grading.json"
         SKILL_CREATOR = "skill-creator", "skill-creator grading.json"
         BENCHMARK = "benchmark", "skill-creator benchmark.json run entry"
+        #: A run imported without a grading, graded afterwards by `manage.py regrade`.
+        EVALSITE = "evalsite", "graded by evalsite after import"
 
     run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="grading")
     format = models.CharField(max_length=32, choices=Format.choices)
@@ -38,6 +40,9 @@ class Grading(models.Model):
     #: The summary as graded, kept when a reviewer's override first changes the figures above
     #: (which the statistics read): {passed, failed, total, pass_rate}. None when never changed.
     original_summary = models.JSONField(null=True, blank=True)
+    #: How evalsite last regraded this run (grading.regrading): {at, by, judge_models,
+    #: assertion, regraded, kept, not_graded}. None while the grading is as imported.
+    regraded = models.JSONField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["skill_invoked"])]
@@ -61,6 +66,10 @@ class AssertionResult(models.Model):
     #: A reviewer's verdict replacing `passed` in every statistic (the latest override review);
     #: None when not overridden. `passed` always keeps what the grader said.
     override_passed = models.BooleanField(null=True, blank=True)
+    #: The model that gave this verdict when evalsite asked a judge (regrade); blank for
+    #: results imported as recorded. The importer inserts rows with raw SQL that does not
+    #: name this column, hence the database default.
+    judge_model = models.CharField(max_length=200, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["grading_id", "is_meta", "position"]
@@ -86,6 +95,30 @@ class AssertionResult(models.Model):
     @property
     def is_overridden(self) -> bool:
         return self.override_passed is not None and self.override_passed != self.passed
+
+
+class GradingHistory(models.Model):
+    """A run's grading as it was before `manage.py regrade` replaced it.
+
+    The current grading is rewritten in place, so every page and statistic keeps reading
+    `run.grading`; what it replaced is kept here whole: summary, results, overrides.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="grading_history")
+    replaced_at = models.DateTimeField()
+    #: What replaced it: {"by": "regrade", "judge_models": [...], "assertion": id or None}.
+    replaced_by = models.JSONField(default=dict)
+    format = models.CharField(max_length=32, choices=Grading.Format.choices)
+    pass_rate = models.FloatField()
+    #: The Grading row's fields and `results`, its AssertionResult rows, as they were.
+    snapshot = models.JSONField()
+
+    class Meta:
+        ordering = ["run_id", "replaced_at", "id"]
+        verbose_name_plural = "grading history"
+
+    def __str__(self) -> str:
+        return f"{self.run_id}: {self.pass_rate:.2f} until {self.replaced_at:%Y-%m-%d %H:%M}"
 
 
 class Review(models.Model):

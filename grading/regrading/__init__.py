@@ -1,0 +1,169 @@
+"""Regrading imported runs through the graders runevals uses (SPEC §6, `manage.py regrade`).
+
+An imported run keeps what the agent did — prompt, final message, conversation, tool calls,
+the files it left in `outputs/` — but not its task folder. So, per assertion kind:
+
+- `transcript_check` and `__skill_invoked` are recomputed from the stored transcript; a run
+  that stored none keeps its recorded result (re-checking would fail it for a missing
+  transcript it once had).
+- `llm_judge` (and SWL/skill-creator expectations, judge assertions too) are asked again,
+  of the assertion's `model`, else the judge model given, else the iteration's, else
+  EVALSITE_JUDGE_MODEL. The judge reads the stored run record; files in `outputs/` are
+  appended to the final message, where skill-creator keeps a run's answer.
+- `command_check` and `diff_scope` need the task folder: a graded run keeps its recorded
+  result. A run with no grading gets them as not graded — FAIL, confidence 0 (so a person
+  looks at them), evidence saying why — as `grade_run` grades a run without its folder;
+  except that a recorded diff-scope.json (runevals writes it before any judge call, so an
+  interrupted run has one) is the very measurement `diff_scope` grades, and is used.
+
+Each run's grading is rewritten in place (pages and statistics read `run.grading`); the one
+it replaces is kept whole in a GradingHistory row, and `Grading.regraded` with
+`AssertionResult.judge_model` say what produced the new one. A reviewer's override is about
+one graded verdict: where that verdict is regraded the override stops counting and its
+review stays as a record, as when a re-import re-grades a run; overrides of results kept as
+they were still count.
+
+Every judge call is made before anything is written, and the writes are one transaction:
+a judge that still fails after the client's retries leaves the iteration as it was, so its
+figures never mix two judges half-way, and no database lock is held across API calls.
+Errored runs are never graded. Afterwards the iteration's `missing_gradings`, its "have no
+grading" warning and a warning naming the regrade are recomputed, its judge model follows
+when every verdict is now one model's, and its `updated_at` moves, which every cached page
+and summary is keyed on.
+
+`planning` computes each run's new results (no writes), `storing` writes them.
+"""
+
+from __future__ import annotations
+
+import anthropic
+from django.conf import settings
+from django.db.models import QuerySet
+
+from grading.graders.meta import SKILL_INVOKED_ID
+from runs.importing.checks import MAX_NAMED
+from runs.models import EvalCase, Iteration, Run, RunStatus
+
+from .planning import grade_runs, judge_record
+from .report import JudgeFailed, JudgeNeeded, Progress, RegradeError, RegradeReport
+from .storing import REGRADE_WARNING, store_regrade
+
+__all__ = [
+    "REGRADE_WARNING",
+    "JudgeFailed",
+    "JudgeNeeded",
+    "RegradeError",
+    "RegradeReport",
+    "find_iteration",
+    "judge_record",
+    "regrade_iteration",
+]
+
+
+def find_iteration(*, skill: str, iteration: str) -> Iteration:
+    """The skill's iteration by evalsite's number or the source's label (`iteration-4`)."""
+    found = Iteration.objects.filter(skill__name=skill)
+    if not found.exists():
+        raise RegradeError(f"no skill named {skill!r}")
+    matches = list(
+        found.filter(number=int(iteration))
+        if iteration.isdigit()
+        else found.filter(label=iteration)
+    )
+    if not matches:
+        raise RegradeError(f"{skill} has no iteration {iteration!r}")
+    if len(matches) > 1:
+        numbers = ", ".join(str(m.number) for m in matches)
+        raise RegradeError(
+            f"{skill} has several iterations labelled {iteration!r} (numbers {numbers}); "
+            "give the number"
+        )
+    return matches[0]
+
+
+def regrade_iteration(
+    *,
+    iteration: Iteration,
+    only_missing: bool,
+    judge_model: str | None,
+    assertion_id: str | None,
+    client: anthropic.Anthropic | None,
+    progress: Progress | None = None,
+) -> RegradeReport:
+    """Grade the iteration's runs that have none and (unless `only_missing`) regrade the
+    others; with `assertion_id`, regrade only that assertion of each graded run.
+
+    Errored runs are never graded (SPEC §6). Raises RegradeError for a request that cannot
+    be met, JudgeNeeded before any call when judge assertions are due and `client` is None,
+    JudgeFailed (nothing saved) when the judge cannot be reached.
+    """
+    if only_missing and assertion_id:
+        raise RegradeError(
+            "--only-missing grades whole runs that have no grading; --assertion regrades one "
+            "assertion of graded runs: give one of them"
+        )
+    model = judge_model or iteration.judge_model or settings.EVALSITE_JUDGE_MODEL
+    report = RegradeReport(iteration=str(iteration), judge_model=model)
+    runs = iteration.runs.all()
+    errored = runs.filter(status=RunStatus.ERRORED).count()
+    if errored:
+        report.skipped += errored
+        report.note("errored", "are never graded (kept out of pass rates)")
+    runs = runs.exclude(status=RunStatus.ERRORED)
+    if assertion_id:
+        _check_assertion(iteration, assertion_id)
+        ungraded = runs.filter(grading__isnull=True).count()
+        if ungraded:
+            report.skipped += ungraded
+            report.note("ungraded", "left alone: --assertion regrades graded runs only")
+        runs = runs.filter(grading__isnull=False)
+    elif only_missing:
+        graded = runs.filter(grading__isnull=False).count()
+        report.skipped += graded
+        runs = runs.filter(grading__isnull=True)
+    judged = _judge_assertions(runs, assertion_id)
+    if judged and client is None:
+        raise JudgeNeeded(
+            f"ANTHROPIC_API_KEY is not set: regrading {iteration} asks the judge "
+            f"({', '.join(judged[:MAX_NAMED])}{' …' if len(judged) > MAX_NAMED else ''})"
+        )
+
+    planned = grade_runs(
+        iteration,
+        runs,
+        judge_model=model,
+        assertion_id=assertion_id,
+        client=client,
+        report=report,
+        progress=progress,
+    )
+    store_regrade(iteration, planned, assertion_id=assertion_id, report=report)
+    return report
+
+
+def _check_assertion(iteration: Iteration, assertion_id: str) -> None:
+    if assertion_id == SKILL_INVOKED_ID:
+        return
+    ids: dict[str, None] = {}
+    for case in EvalCase.objects.filter(runs__iteration=iteration).distinct():
+        ids |= dict.fromkeys(str(a.get("id", "")) for a in case.assertions if isinstance(a, dict))
+    if assertion_id not in ids:
+        known = ", ".join(list(ids)[:MAX_NAMED]) + (" …" if len(ids) > MAX_NAMED else "")
+        raise RegradeError(
+            f"{iteration} has no assertion {assertion_id!r} in its eval definitions "
+            f"(they have: {known or 'none'}; or {SKILL_INVOKED_ID})"
+        )
+
+
+def _judge_assertions(runs: QuerySet[Run], assertion_id: str | None) -> list[str]:
+    """The ids of judge assertions the runs' definitions would have asked."""
+    ids: dict[str, None] = {}
+    for case in EvalCase.objects.filter(runs__in=runs).distinct():
+        for assertion in case.assertions:
+            if (
+                isinstance(assertion, dict)
+                and assertion.get("type") == "llm_judge"
+                and assertion_id in (None, assertion["id"])
+            ):
+                ids[str(assertion["id"])] = None
+    return list(ids)
