@@ -108,7 +108,30 @@ LARGE_ITERATION_FIELDS = (
 )
 
 
+class IterationNotFound(LookupError):
+    """No (single) iteration answers to what a command was given; str() is one line."""
+
+
 class IterationQuerySet(models.QuerySet):
+    def named(self, skill: str, given: str) -> Iteration:
+        """The skill's iteration by evalsite's number (`4`) or the source's label
+        (`iteration-4`), as commands take it; IterationNotFound says why not."""
+        found = self.filter(skill__name=skill)
+        if not found.exists():
+            raise IterationNotFound(f"no skill named {skill!r}")
+        matches = list(
+            found.filter(number=int(given)) if given.isdigit() else found.filter(label=given)
+        )
+        if not matches:
+            raise IterationNotFound(f"{skill} has no iteration {given!r}")
+        if len(matches) > 1:
+            numbers = ", ".join(str(m.number) for m in matches)
+            raise IterationNotFound(
+                f"{skill} has several iterations labelled {given!r} (numbers {numbers}); "
+                "give the number"
+            )
+        return matches[0]
+
     def light(self) -> IterationQuerySet:
         """Iterations without their large recorded documents, for lists and trends."""
         return self.select_related("skill").defer(*LARGE_ITERATION_FIELDS, "skill__notes")

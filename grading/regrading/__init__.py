@@ -42,7 +42,7 @@ from django.db.models import QuerySet
 
 from grading.graders.meta import SKILL_INVOKED_ID
 from runs.importing.checks import MAX_NAMED
-from runs.models import EvalCase, Iteration, Run, RunStatus
+from runs.models import EvalCase, Iteration, IterationNotFound, Run, RunStatus
 
 from .planning import grade_runs, judge_record
 from .report import JudgeFailed, JudgeNeeded, Progress, RegradeError, RegradeReport
@@ -62,23 +62,10 @@ __all__ = [
 
 def find_iteration(*, skill: str, iteration: str) -> Iteration:
     """The skill's iteration by evalsite's number or the source's label (`iteration-4`)."""
-    found = Iteration.objects.filter(skill__name=skill)
-    if not found.exists():
-        raise RegradeError(f"no skill named {skill!r}")
-    matches = list(
-        found.filter(number=int(iteration))
-        if iteration.isdigit()
-        else found.filter(label=iteration)
-    )
-    if not matches:
-        raise RegradeError(f"{skill} has no iteration {iteration!r}")
-    if len(matches) > 1:
-        numbers = ", ".join(str(m.number) for m in matches)
-        raise RegradeError(
-            f"{skill} has several iterations labelled {iteration!r} (numbers {numbers}); "
-            "give the number"
-        )
-    return matches[0]
+    try:
+        return Iteration.objects.named(skill, iteration)
+    except IterationNotFound as exc:
+        raise RegradeError(str(exc)) from None
 
 
 def regrade_iteration(

@@ -7,7 +7,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from runs.analysis import eval_magic_benchmark
-from runs.models import Iteration
+from runs.models import Iteration, IterationNotFound
 
 
 class Command(BaseCommand):
@@ -21,28 +21,16 @@ class Command(BaseCommand):
         parser.add_argument("iteration")
 
     def handle(self, *args: object, skill: str, iteration: str, **options: object) -> None:
-        found = Iteration.objects.filter(skill__name=skill)
-        if not found.exists():
-            raise CommandError(f"no skill named {skill!r}")
-        matches = list(
-            found.filter(number=int(iteration))
-            if iteration.isdigit()
-            else found.filter(label=iteration)
-        )
-        if not matches:
-            raise CommandError(f"{skill} has no iteration {iteration!r}")
-        if len(matches) > 1:
-            numbers = ", ".join(str(m.number) for m in matches)
-            raise CommandError(
-                f"{skill} has several iterations labelled {iteration!r} (numbers {numbers}); "
-                "give the number"
-            )
         try:
-            benchmark = eval_magic_benchmark(matches[0])
+            found = Iteration.objects.named(skill, iteration)
+        except IterationNotFound as exc:
+            raise CommandError(str(exc)) from None
+        try:
+            benchmark = eval_magic_benchmark(found)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(json.dumps(benchmark, indent=2, ensure_ascii=False))
-        if matches[0].recorded_aggregates:
+        if found.recorded_aggregates:
             # A promoted baseline's gradings carry no timing: say where the figures are.
             self.stderr.write(
                 "note: duration_ms and total_tokens are n: 0 because this iteration's runs "
