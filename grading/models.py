@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 
@@ -49,6 +52,28 @@ class Grading(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run}: {self.passed}/{self.total}"
+
+    #: What a GradingHistory snapshot keeps of a grading and of each of its results.
+    SNAPSHOT_FIELDS = (
+        *("format", "passed", "failed", "total", "pass_rate", "summary_computed"),
+        *("original_summary", "meta_passed", "meta_failed", "meta_total", "skill_invoked"),
+        *("has_meta_summary", "extra", "regraded"),
+    )
+    SNAPSHOT_RESULT_FIELDS = (
+        *("assertion_id", "is_meta", "position", "passed", "override_passed", "evidence"),
+        *("confidence", "grader", "judge_model", "text"),
+    )
+
+    def snapshot(self, results: Iterable[AssertionResult] | None = None) -> dict[str, Any]:
+        """The grading and its results as plain data, for GradingHistory."""
+        results = self.results.all() if results is None else results
+        return {
+            **{name: getattr(self, name) for name in self.SNAPSHOT_FIELDS},
+            "results": [
+                {name: getattr(r, name) for name in self.SNAPSHOT_RESULT_FIELDS}
+                for r in sorted(results, key=lambda r: (r.is_meta, r.position))
+            ],
+        }
 
 
 class AssertionResult(models.Model):

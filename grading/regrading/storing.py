@@ -4,7 +4,6 @@ iteration's counts, judge and warnings, and its stamp so every cached page follo
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -123,7 +122,7 @@ class _Batch:
                     },
                     format=grading.format,
                     pass_rate=grading.pass_rate,
-                    snapshot=_snapshot(grading, rows.values()),
+                    snapshot=grading.snapshot(rows.values()),
                 )
             )
             self.report.regraded += 1
@@ -201,25 +200,6 @@ def _summarise(grading: Grading, results: list[AssertionResult]) -> None:
         grading.meta_failed = grading.meta_total - grading.meta_passed
         grading.skill_invoked = meta[0].passed
         grading.has_meta_summary = True
-
-
-def _snapshot(grading: Grading, results: Iterable[AssertionResult]) -> dict[str, Any]:
-    fields = (
-        *("format", "passed", "failed", "total", "pass_rate", "summary_computed"),
-        *("original_summary", "meta_passed", "meta_failed", "meta_total", "skill_invoked"),
-        *("has_meta_summary", "extra", "regraded"),
-    )
-    result_fields = (
-        *("assertion_id", "is_meta", "position", "passed", "override_passed", "evidence"),
-        *("confidence", "grader", "judge_model", "text"),
-    )
-    return {
-        **{name: getattr(grading, name) for name in fields},
-        "results": [
-            {name: getattr(r, name) for name in result_fields}
-            for r in sorted(results, key=lambda r: (r.is_meta, r.position))
-        ],
-    }
 
 
 def _refresh_iteration(iteration: Iteration, *, report: RegradeReport) -> None:

@@ -11,7 +11,7 @@ from django.db import connection
 from django.db.models import F, Max
 from django.utils import timezone
 
-from grading.models import AssertionResult, Grading, Review
+from grading.models import AssertionResult, Grading, GradingHistory, Review
 from grading.reviewing import refresh_override_warning
 from runs.models import (
     Condition,
@@ -343,6 +343,22 @@ class Writer:
             Run.objects.filter(pk__in=[r.pk for r in existing.values()]).delete()
             self.report.count("runs", "removed", len(existing))
         if replaced_gradings:
+            # A grading that came from the files is in the files again; one `regrade` wrote
+            # exists nowhere else, so it goes to the run's history before it is replaced.
+            regraded = Grading.objects.filter(
+                run_id__in=replaced_gradings, regraded__isnull=False
+            ).prefetch_related("results")
+            GradingHistory.objects.bulk_create(
+                GradingHistory(
+                    run_id=grading.run_id,
+                    replaced_at=timezone.now(),
+                    replaced_by={"by": "re-import", "source": iteration.source_path},
+                    format=grading.format,
+                    pass_rate=grading.pass_rate,
+                    snapshot=grading.snapshot(),
+                )
+                for grading in regraded
+            )
             Grading.objects.filter(run_id__in=replaced_gradings).delete()
         new_runs = [run for run, _ in to_create if run.pk is None]
         Run.objects.bulk_create(new_runs, batch_size=500)

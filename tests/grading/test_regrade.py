@@ -359,3 +359,28 @@ def test_a_run_re_imported_while_it_was_being_regraded_keeps_what_the_import_wro
     assert "changed: 1 run(s) skipped — re-imported while being regraded" in report.notes
     assert results(first) == recorded
     assert not GradingHistory.objects.filter(run=first).exists()
+
+
+def test_a_re_import_that_replaces_a_regraded_grading_keeps_it_in_history(
+    tmp_path: Path, fake_api_env: FakeAnthropic
+) -> None:
+    folder = skill_creator_iteration(tmp_path)
+    (folder / "eval-0-summarise" / "with_skill" / "run-2" / "grading.json").unlink()
+    import_workspace([folder.parent])
+    fake_api_env.script = verdicts(True)
+    regrade(CREATOR, "1", "--only-missing", "--judge-model", JUDGE)
+    run = Run.objects.get(condition__name="with_skill", run_index=2)
+    assert run.grading.regraded is not None and not GradingHistory.objects.exists()
+
+    # The grader ran after all: the files now hold a grading for that run.
+    source = folder / "eval-0-summarise" / "with_skill" / "run-1" / "grading.json"
+    (folder / "eval-0-summarise" / "with_skill" / "run-2" / "grading.json").write_bytes(
+        source.read_bytes()
+    )
+    import_workspace([folder.parent])
+
+    [kept] = GradingHistory.objects.filter(run__condition__name="with_skill", run__run_index=2)
+    assert kept.replaced_by == {"by": "re-import", "source": str(folder)}
+    assert kept.snapshot["regraded"]["judge_models"] == [JUDGE]
+    assert {r["judge_model"] for r in kept.snapshot["results"]} == {JUDGE}
+    assert Run.objects.get(pk=run.pk).grading.regraded is None
