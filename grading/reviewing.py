@@ -4,7 +4,8 @@ An override never changes what the grader said (`AssertionResult.passed`): it re
 when and why in a `Review`, sets `AssertionResult.override_passed`, and moves the grading's
 pass counts (which every statistic reads) by the difference, keeping the graded summary in
 `Grading.original_summary`. The iteration then carries a validity warning saying that its
-statistics include overrides, and its `updated_at` moves so cached summaries are recomputed.
+statistics include overrides. Every note and override starts a new dashboard generation
+(`runs.models.Generation`), so every cached page shows it at once.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from runs.models import Iteration, Run
+from runs.models import Generation, Iteration, Run
 
 from .models import AssertionResult, Grading, Review
 
@@ -46,6 +47,7 @@ def _clean_text(text: str, what: str) -> str:
     return text
 
 
+@transaction.atomic
 def add_note(*, run: Run, author: AbstractBaseUser, text: str) -> Review:
     """Record a reviewer's note on a run."""
     review = Review.objects.create(
@@ -56,8 +58,7 @@ def add_note(*, run: Run, author: AbstractBaseUser, text: str) -> Review:
         text=_clean_text(text, "note"),
         created_at=timezone.now(),
     )
-    # Pages cache what they show under the iteration's stamp; the note must show at once.
-    Iteration.objects.filter(pk=run.iteration_id).update(updated_at=review.created_at)
+    Generation.objects.bump()
     return review
 
 
@@ -104,12 +105,14 @@ def override(
         grading.pass_rate = grading.passed / grading.total if grading.total else 0.0
         grading.save(update_fields=["passed", "failed", "pass_rate", "original_summary"])
         refresh_override_warning(grading.run.iteration_id)
+    # Also when the figures stand: the eval and iteration pages list the new review.
+    Generation.objects.bump()
     return Overridden(review=review, changed=changed)
 
 
 def refresh_override_warning(iteration_id: int) -> None:
     """Keep the iteration's override warning true (also after a re-import rewrote its
-    warnings), and move `updated_at` so cached summaries are recomputed."""
+    warnings); the caller starts a new dashboard generation."""
     iteration = Iteration.objects.select_for_update().only("validity_warnings").get(pk=iteration_id)
     # `override` stores None when a reviewer restores the grader's verdict, so every non-null
     # override_passed differs from `passed`.

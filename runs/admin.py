@@ -1,18 +1,97 @@
+"""The admin: what the dashboard shows is edited here, what was graded or reviewed is read.
+
+Every save and deletion starts a new dashboard generation (`Generation.objects.bump()`),
+so cached pages show it at once; ModelAdmin hooks rather than signals (the house style).
+"""
+
 from __future__ import annotations
 
-from django.contrib import admin
+from typing import Any
 
-from .models import Condition, EvalCase, Iteration, Run, Skill
+from django import forms
+from django.contrib import admin
+from django.db import models
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from .models import Condition, EvalCase, Generation, Iteration, Run, Skill
+
+
+class JSONDocumentField(forms.JSONField):
+    """A JSON column that is never null but may hold {} or [].
+
+    Django counts {} and [] as empty: required, the form field (and then the model's own
+    check) refused them, so no iteration without findings and no eval without tags could be
+    saved in the admin. Not required, they pass, and the model skips its check for them; a
+    missing value (an empty box, `null`) is still refused.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**{**kwargs, "required": False})
+
+    def validate(self, value: Any) -> None:
+        if value is None:
+            raise forms.ValidationError(self.error_messages["required"], code="required")
+        super().validate(value)
+
+
+class DashboardAdmin(admin.ModelAdmin):
+    """An admin for rows the dashboard shows: each change starts a new generation."""
+
+    def formfield_for_dbfield(
+        self, db_field: models.Field, request: HttpRequest, **kwargs: Any
+    ) -> forms.Field | None:
+        if isinstance(db_field, models.JSONField) and not db_field.null:
+            kwargs.setdefault("form_class", JSONDocumentField)
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        super().save_related(request, form, formsets, change)
+        # After the row and its inlines, last in the admin's transaction (as bump() asks).
+        Generation.objects.bump()
+
+    def delete_model(self, request: HttpRequest, obj: models.Model) -> None:
+        super().delete_model(request, obj)
+        Generation.objects.bump()
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        super().delete_queryset(request, queryset)
+        Generation.objects.bump()
+
+
+class EvidenceAdmin(admin.ModelAdmin):
+    """What graders and reviewers recorded, read-only.
+
+    A verdict changes through a reviewer's override (recorded with who, when and why) or
+    `manage.py regrade`, which keep the grading's counts, the warnings and every page true;
+    an edit here would change none of those. A row goes only with its run (or iteration,
+    or skill), whose deletion starts a new generation.
+    """
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Django asks this too when a run is deleted with its grading, which must stay
+        # possible: refused only on this model's own pages (list, change, delete).
+        match = request.resolver_match
+        own = f"{self.opts.app_label}_{self.opts.model_name}_"
+        if match is not None and (match.url_name or "").startswith(own):
+            return False
+        return super().has_delete_permission(request, obj)
 
 
 @admin.register(Skill)
-class SkillAdmin(admin.ModelAdmin):
+class SkillAdmin(DashboardAdmin):
     list_display = ["name", "description", "updated_at"]
     search_fields = ["name", "description"]
 
 
 @admin.register(EvalCase)
-class EvalCaseAdmin(admin.ModelAdmin):
+class EvalCaseAdmin(DashboardAdmin):
     list_display = ["eval_id", "skill", "origin", "dialect", "skill_should_trigger", "created_at"]
     list_filter = ["skill", "origin", "skill_should_trigger"]
     search_fields = ["eval_id", "prompt"]
@@ -25,7 +104,7 @@ class ConditionInline(admin.TabularInline):
 
 
 @admin.register(Iteration)
-class IterationAdmin(admin.ModelAdmin):
+class IterationAdmin(DashboardAdmin):
     list_display = [
         "skill",
         "number",
@@ -44,7 +123,7 @@ class IterationAdmin(admin.ModelAdmin):
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(DashboardAdmin):
     list_display = [
         "eval_id",
         "condition",

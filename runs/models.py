@@ -298,6 +298,17 @@ class RunQuerySet(models.QuerySet):
             .values_list(*CELL_FIELDS)
         )
 
+    def for_eval_page(self, eval_id: str) -> RunQuerySet:
+        """The eval's runs by condition, then run, with their gradings, results, reviews
+        and definition; without the transcripts, which the page loads on demand."""
+        return (
+            self.filter(eval_id=eval_id)
+            .select_related("condition", "grading", "eval_case")
+            .prefetch_related("grading__results", "reviews__author")
+            .defer("conversation", "tool_invocations")
+            .order_by("condition__position", "condition__name", "run_index")
+        )
+
     def samples(self) -> models.QuerySet:
         """One row per run: the `runs.stats.RunSample` fields, the condition as condition__name."""
         return self.order_by("eval_id", "condition__position", "run_index").values(
@@ -392,3 +403,7 @@ class Run(models.Model):
                 self.run_index,
             ],
         )
+
+
+# A model of this app kept in its own module (the cache generation), registered with these.
+from .generation import Generation  # noqa: E402, F401

@@ -14,7 +14,7 @@ from django.utils import timezone
 from grading.graders.grade import summarise
 from grading.graders.meta import SKILL_INVOKED_ID
 from runs.importing.checks import MAX_NAMED, run_name
-from runs.models import Iteration, Run, RunStatus
+from runs.models import Generation, Iteration, Run, RunStatus
 
 from ..models import AssertionResult, Grading, GradingHistory, Review
 from ..reviewing import refresh_override_warning
@@ -203,8 +203,8 @@ def _summarise(grading: Grading, results: list[AssertionResult]) -> None:
 
 
 def _refresh_iteration(iteration: Iteration, *, report: RegradeReport) -> None:
-    """Keep the iteration's counts, judge and warnings true, and move its `updated_at`
-    (through refresh_override_warning) so every cached page and summary is recomputed."""
+    """Keep the iteration's counts, judge and warnings true, move its `updated_at`,
+    and start a new dashboard generation so every cached page is rendered afresh."""
     runs = Run.objects.filter(iteration=iteration)
     missing = runs.filter(grading__isnull=True)
     ungraded = list(
@@ -247,3 +247,4 @@ def _refresh_iteration(iteration: Iteration, *, report: RegradeReport) -> None:
         validity_warnings=warnings, missing_gradings=missing.count(), judge_model=judge_model
     )
     refresh_override_warning(iteration.pk)
+    Generation.objects.bump()

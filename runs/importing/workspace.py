@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from runs.models import EvalCase
+from runs.models import EvalCase, Generation
 
 from . import baseline, eval_magic, jsonfiles, skill_creator
 from .archives import archive_kind, extract_archive
@@ -114,6 +114,7 @@ def import_roots(
     try:
         with outer:
             _Importer(report, keep_going=keep_going).run(units, progress)
+            Generation.objects.bump()  # in the import's transaction: pages show it at once
             if dry_run:
                 raise _Rollback
     except _Rollback:
