@@ -10,10 +10,9 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from django.core.cache import cache
 from django.db import connection
 from django.db.models import F, QuerySet
 
@@ -51,7 +50,7 @@ class ConditionSummary:
 class IterationSummary:
     """An iteration's headline: conditions, treatment − control delta and its verdict."""
 
-    iteration: Iteration | None  # None only inside the cache
+    iteration: Iteration
     conditions: list[ConditionSummary]
     treatment: ConditionSummary | None
     control: ConditionSummary | None
@@ -83,47 +82,6 @@ def _mean(total: float | None, n: int) -> float | None:
 def _pick(conditions: list[ConditionSummary], role: str) -> ConditionSummary | None:
     # Conditions arrive in the source's order: the first of a role is the one compared.
     return next((c for c in conditions if c.role == role), None)
-
-
-#: Summaries are a pure function of an iteration's imported data, which changes only when it
-#: is saved again (re-import or update): its content hash and updated_at key the cache.
-SUMMARY_CACHE_SECONDS = 24 * 3600
-
-
-def cache_stamp(iteration: Iteration | None) -> str:
-    """What changes whenever an iteration's data does (import, review): part of cache keys."""
-    if iteration is None:
-        return "-"
-    stamp = iteration.updated_at.timestamp() if iteration.updated_at else 0
-    return f"{iteration.pk}:{iteration.content_hash}:{stamp}"
-
-
-def _cache_key(iteration: Iteration) -> str:
-    return f"evalsite:summary:v1:{cache_stamp(iteration)}"
-
-
-def summarise_iterations(iterations: Sequence[Iteration]) -> dict[int, IterationSummary]:
-    """iteration id → summary: from the cache, else computed for all missing ones at once."""
-    if not iterations:
-        return {}
-    keys = {it.pk: _cache_key(it) for it in iterations}
-    cached = cache.get_many(list(keys.values()))
-    found = {
-        it.pk: replace(cached[keys[it.pk]], iteration=it)
-        for it in iterations
-        if keys[it.pk] in cached
-    }
-    missing = [it for it in iterations if it.pk not in found]
-    if missing:
-        computed = _compute_summaries(missing)
-        # Cached without the iteration itself: callers hold it already, and unpickling a
-        # model instance per summary cost more than the summary.
-        cache.set_many(
-            {keys[pk]: replace(summary, iteration=None) for pk, summary in computed.items()},
-            SUMMARY_CACHE_SECONDS,
-        )
-        found.update(computed)
-    return found
 
 
 @dataclass
@@ -249,13 +207,15 @@ def _fetch(build: Callable[[list[int]], QuerySet], ids: Iterable[int]) -> list[t
         return cursor.fetchall()
 
 
-def _compute_summaries(iterations: Sequence[Iteration]) -> dict[int, IterationSummary]:
+def summarise_iterations(iterations: Sequence[Iteration]) -> dict[int, IterationSummary]:
     """iteration id → summary, for any number of iterations in three queries.
 
     One GROUP BY gives the cells; the conditions' and evals' own attributes (name, role,
     position; trigger expectation, weight) come once each rather than in every cell row.
     """
     by_id = {it.pk: it for it in iterations}
+    if not by_id:
+        return {}
     fetched = _fetch(_cells_of, by_id)
     conditions = {
         pk: (name, role, bool(loads), position)

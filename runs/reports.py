@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from html import escape
+from dataclasses import dataclass, field
 from typing import Any
 
-from django.core.cache import cache
-from django.urls import reverse
-from django.utils.safestring import SafeString, mark_safe
-
 from . import stats
-from .analysis import (
-    IterationSummary,
-    assertion_outcomes,
-    cache_stamp,
-    run_samples,
-    summarise_iterations,
-)
+from .analysis import IterationSummary, assertion_outcomes, run_samples, summarise_iterations
 from .models import LARGE_ITERATION_FIELDS, EvalCase, Iteration
-from .names import address
 
 #: Filters of the iteration page, in the order the form shows them.
 FILTERS = ("failures", "flaky", "changed")
@@ -56,35 +43,6 @@ class Cell:
     def missing(self) -> int:
         return self.runs - self.graded - self.errored
 
-    @property
-    def html(self) -> SafeString:
-        """The matrix's <td> for this cell, escaped. Built here rather than in a template
-        loop: an iteration's matrix has 60+ cells, and looping over them in the template
-        cost a third of the page. (html.escape is what Django's escape calls, without its
-        lazy-string checks on every value.)"""
-        score = self.score
-        if score is None:
-            shown = '<span class="muted">–</span>'
-        else:
-            shown = f'<span class="score" style="--s: {score:.3f}">{score:.2f}</span>'
-        missing = errored = flaky = ""
-        if self.missing:
-            missing = (
-                f'<span class="badge warn" title="runs without grading.json">'
-                f"{self.missing} ungraded</span>"
-            )
-        if self.errored:
-            errored = f'<span class="badge bad">{self.errored} errored</span>'
-        if self.flaky:
-            names = escape(", ".join(self.flaky))
-            flaky = f'<span class="badge flaky" title="flaky: {names}">flaky</span>'
-        plural = "" if self.runs == 1 else "s"
-        return mark_safe(
-            f'\n      <td class="cell">\n        {shown}\n        <span class="muted small">'
-            f"{self.graded}/{self.runs} run{plural}</span>\n        {missing}\n        "
-            f"{errored}\n        {flaky}\n      </td>\n      "
-        )
-
 
 @dataclass
 class EvalRow:
@@ -98,12 +56,6 @@ class EvalRow:
     #: The definition's tags, and whether it expects the skill not to trigger.
     tags: list[str] = field(default_factory=list)
     negative: bool = False
-    #: The eval's page in this iteration.
-    url: str = ""
-
-    @property
-    def cells_html(self) -> SafeString:
-        return mark_safe("".join(cell.html for cell in self.cells))  # each escaped already
 
     @property
     def failures(self) -> bool:
@@ -130,18 +82,6 @@ class IterationDetail:
     repeated: dict[str, stats.RepeatedRunScore]
     tags: list[str]
 
-    @property
-    def flaky_items(self) -> SafeString:
-        """The flaky list's <li> items, escaped: it runs to hundreds of items, and a
-        template loop over them was a third of the page's rendering."""
-        return mark_safe(
-            "".join(
-                f"<li><code>{escape(t.assertion_id)}</code> in {escape(t.eval_id)} / "
-                f"{escape(t.condition)}: passed {t.passed} of {t.runs} runs</li>"
-                for t in self.flaky
-            )
-        )
-
     def filtered(
         self, *, tag: str = "", only: set[str] | frozenset[str] = frozenset()
     ) -> list[EvalRow]:
@@ -155,11 +95,6 @@ class IterationDetail:
         return rows
 
 
-#: An iteration page's data is a pure function of its iteration and the one before, which
-#: change only when saved (import, review): their stamps key the cache.
-DETAIL_CACHE_SECONDS = 24 * 3600
-
-
 def previous_iteration(iteration: Iteration) -> Iteration | None:
     """The skill's iteration just before this one (its light fields), if any."""
     return (
@@ -170,37 +105,9 @@ def previous_iteration(iteration: Iteration) -> Iteration | None:
     )
 
 
-def detail_stamp(iteration: Iteration, previous: Iteration | None) -> str:
-    """What the iteration page's data depends on; a hash, for cache keys."""
-    # The skill's name is in the rows' links.
-    stamps = f"{cache_stamp(iteration)}:{cache_stamp(previous)}:{iteration.skill.name}"
-    return hashlib.sha256(stamps.encode()).hexdigest()
-
-
-_NOT_LOOKED_UP = object()
-
-
-def iteration_detail(iteration: Iteration, previous: Any = _NOT_LOOKED_UP) -> IterationDetail:
-    """Everything the iteration page shows: summary, matrix, assertion analysis.
-
-    `previous` is `previous_iteration(iteration)`, for a caller that has it already.
-    """
-    if previous is _NOT_LOOKED_UP:
-        previous = previous_iteration(iteration)
-    key = f"evalsite:detail:v2:{detail_stamp(iteration, previous)}"
-    cached = cache.get(key)
-    if cached is not None:
-        # Cached without model instances; the caller holds them already.
-        return replace(
-            cached, summary=replace(cached.summary, iteration=iteration), previous=previous
-        )
-    detail = _iteration_detail(iteration, previous)
-    stripped = replace(detail, summary=replace(detail.summary, iteration=None), previous=None)
-    cache.set(key, stripped, DETAIL_CACHE_SECONDS)
-    return detail
-
-
-def _iteration_detail(iteration: Iteration, previous: Iteration | None) -> IterationDetail:
+def iteration_detail(iteration: Iteration) -> IterationDetail:
+    """Everything the iteration page shows: summary, matrix, assertion analysis."""
+    previous = previous_iteration(iteration)
     summaries = summarise_iterations([iteration, *([previous] if previous else [])])
     summary = summaries[iteration.pk]
     samples = run_samples(iteration)
@@ -256,19 +163,12 @@ def _iteration_detail(iteration: Iteration, previous: Iteration | None) -> Itera
                 is_new=previous is not None and eval_id not in previous_scores,
                 tags=tags,
                 negative=negative,
-                # None for an eval id stored before names were validated: no link, no 500.
-                url=address(
-                    lambda eval_id=eval_id: reverse(
-                        "runs:eval", args=[iteration.skill.name, iteration.number, eval_id]
-                    )
-                ),
             )
         )
 
     classes: dict[str, list[stats.AssertionContrast]] = {}
     if treatment and control:
-        # The four classes the page lists; "mixed" and "unpaired" hold most assertions and
-        # would only weigh down the cached page data.
+        # The four classes the page lists; "mixed" and "unpaired" hold most assertions.
         classes = {
             str(k): v
             for k, v in stats.classes_of_tallies(

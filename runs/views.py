@@ -1,26 +1,33 @@
-"""Dashboard pages. Every view's state is in its URL, so any address can be shared."""
+"""Dashboard pages. Every view's state is in its URL, so any address can be shared.
+
+The costly regions of each page are `{% cache %}` blocks in its template, keyed on the
+dashboard's generation (runs.generation: new on every import, review and admin change)
+and on the page's state, the query string. So a view looks up what its URL names and
+hands the template its data lazily (`SimpleLazyObject`): the statistics are computed
+only when a cached region is missing. What varies per visitor (the header, the Share
+form, review forms) stays outside those regions.
+"""
 
 from __future__ import annotations
 
-import hashlib
+from typing import Any
 
 from django import forms
-from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
-from django.template.loader import render_to_string
+from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from grading.models import Review
 
-from .analysis import cache_stamp, eval_magic_benchmark
+from .analysis import eval_magic_benchmark
 from .importing import ImportFailure
 from .importing.uploads import UploadTooLarge, import_upload
-from .models import Condition, Iteration, Run, Skill
+from .models import Condition, Generation, Iteration, Run, Skill
 from .names import findable
 from .overview import skill_rows, skill_trends, sort_rows
-from .reports import FILTERS, compare, detail_stamp, iteration_detail, previous_iteration
+from .reports import compare, iteration_detail
 
 
 def get_skill(name: str) -> Skill:
@@ -59,36 +66,42 @@ class OverviewForm(forms.Form):
         ],
     )
 
+    def choice(self) -> tuple[str, str]:
+        """(query, sort) as asked; the defaults when the query string is not valid."""
+        if not self.is_valid():
+            return "", "-updated"
+        return self.cleaned_data["q"], self.cleaned_data["sort"] or "-updated"
+
 
 @require_GET
 @vary_on_headers("HX-Request")
 def overview(request: HttpRequest) -> HttpResponse:
     form = OverviewForm(request.GET)
-    query, sort = "", "-updated"
-    if form.is_valid():
-        query, sort = form.cleaned_data["q"], form.cleaned_data["sort"] or sort
-    rows = sort_rows(skill_rows(query=query), sort)
-    template = "runs/overview.html"
+    query, sort = form.choice()
+    template_name = "runs/overview.html"
     if request.htmx:
-        template += "#skill-table"
-    return render(
-        request,
-        template,
-        {
-            "rows": rows,
-            "form": form,
-            "query": query,
-            "sort": sort,
-            "any_skills": bool(rows) or Skill.objects.exists(),
-        },
-    )
+        template_name += "#skill-table"
+    context = {
+        "form": form,
+        "query": query,
+        "sort": sort,
+        "rows": SimpleLazyObject(lambda: sort_rows(skill_rows(query=query), sort)),
+        "any_skills": Skill.objects.exists(),
+        "generation": Generation.objects.current(),
+    }
+    return render(request, template_name, context)
 
 
 @require_GET
 def skill_page(request: HttpRequest, skill: str) -> HttpResponse:
     found = get_skill(skill)
-    rows, figures = skill_trends(found)
-    return render(request, "runs/skill.html", {"skill": found, "rows": rows, "figures": figures})
+    context = {
+        "skill": found,
+        "iterations": found.iterations.count(),
+        "trends": SimpleLazyObject(lambda: skill_trends(found)),
+        "generation": Generation.objects.current(),
+    }
+    return render(request, "runs/skill.html", context)
 
 
 class IterationFilterForm(forms.Form):
@@ -103,9 +116,11 @@ class IterationFilterForm(forms.Form):
         widget=forms.CheckboxSelectMultiple,
     )
 
-
-#: How long a rendered iteration page body is kept; an import or a review replaces it.
-PAGE_BODY_CACHE_SECONDS = 24 * 3600
+    def filters(self) -> dict[str, Any]:
+        """The matrix filters asked for; none when the query string is not valid."""
+        if not self.is_valid():
+            return {"tag": "", "only": set()}
+        return {"tag": self.cleaned_data["tag"], "only": set(self.cleaned_data["only"])}
 
 
 @require_GET
@@ -113,43 +128,20 @@ PAGE_BODY_CACHE_SECONDS = 24 * 3600
 def iteration_page(request: HttpRequest, skill: str, number: int) -> HttpResponse:
     iteration = get_iteration(get_skill(skill), number)
     form = IterationFilterForm(request.GET)
-    tag, only = "", set()
-    if form.is_valid():
-        tag, only = form.cleaned_data["tag"], set(form.cleaned_data["only"])
-    previous = previous_iteration(iteration)
-    partial = "matrix" if request.htmx else "body"
-    # The body (or the matrix fragment) is the same for every visitor, with nothing per user
-    # and no CSRF token, and changes only when this iteration or the one before is saved (an
-    # import or a review moves its stamp). Rendering it is most of the page's cost.
-    key = None
-    if form.is_valid():
-        state = f"{detail_stamp(iteration, previous)}:{partial}:{tag}:{sorted(only)}"
-        key = f"evalsite:iteration-page:v1:{hashlib.sha256(state.encode()).hexdigest()}"
-    body = cache.get(key) if key else None
-    if body is None:
-        detail = iteration_detail(iteration, previous)
-        body = render_to_string(
-            f"runs/iteration.html#{partial}",
-            {
-                "skill": iteration.skill,
-                "iteration": iteration,
-                "detail": detail,
-                "summary": detail.summary,
-                "rows": detail.filtered(tag=tag, only=only),
-                "form": form,
-                "filters": FILTERS,
-                "reviews": _reviews(iteration),
-            },
-        )
-        if key:
-            cache.set(key, body, PAGE_BODY_CACHE_SECONDS)
+    detail = SimpleLazyObject(lambda: iteration_detail(iteration))
+    template_name = "runs/iteration.html"
     if request.htmx:
-        return HttpResponse(body)
-    return render(
-        request,
-        "runs/iteration.html",
-        {"skill": iteration.skill, "iteration": iteration, "body": body},
-    )
+        template_name += "#matrix"
+    context = {
+        "skill": iteration.skill,
+        "iteration": iteration,
+        "form": form,
+        "detail": detail,
+        "rows": SimpleLazyObject(lambda: detail.filtered(**form.filters())),
+        "reviews": SimpleLazyObject(lambda: _reviews(iteration)),
+        "generation": Generation.objects.current(),
+    }
+    return render(request, template_name, context)
 
 
 def _reviews(iteration: Iteration) -> list[Review]:
@@ -181,104 +173,53 @@ class CompareForm(forms.Form):
 @require_GET
 def compare_page(request: HttpRequest, skill: str) -> HttpResponse:
     found = get_skill(skill)
-    iterations = list(Iteration.objects.filter(skill=found).light().order_by("number"))
     form = CompareForm(request.GET or None)
-    if not (form.is_bound and form.is_valid()):
-        if not form.is_bound and len(iterations) >= 2:
-            # No choice yet: suggest the latest iteration against the one before.
-            form = CompareForm(initial={"a": iterations[-2].number, "b": iterations[-1].number})
-        return render(request, "runs/compare.html", _compare_context(found, iterations, form))
-    data = form.cleaned_data
-    before = get_iteration(found, data["a"])
-    after = get_iteration(found, data["b"])
-    for iteration, name in ((before, data["ca"]), (after, data["cb"])):
-        if name and not iteration.conditions.filter(name=name).exists():
-            raise Http404(f"Iteration #{iteration.number} has no condition “{name}”.")
-    # A comparison is ~150 ms of statistics and rendering, and the same for every visitor
-    # (no form that writes, nothing per user) until one of the skill's iterations is saved:
-    # every iteration's stamp (the picker lists them all) and the choice key the cache.
-    stamps = ",".join(cache_stamp(i) for i in iterations)
-    state = f"{stamps}|{data['a']}|{data['b']}|{data['ca']}|{data['cb']}"
-    key = f"evalsite:compare-page:v1:{hashlib.sha256(state.encode()).hexdigest()}"
-    body = cache.get(key)
-    if body is None:
-        comparison = compare(
-            before, after, before_condition=data["ca"] or None, after_condition=data["cb"] or None
-        )
-        body = render_to_string(
-            "runs/compare.html#body", _compare_context(found, iterations, form, comparison)
-        )
-        cache.set(key, body, PAGE_BODY_CACHE_SECONDS)
-    return render(request, "runs/compare.html", {"skill": found, "body": body})
-
-
-def _compare_context(
-    skill: Skill, iterations: list[Iteration], form: forms.Form, comparison: object = None
-) -> dict[str, object]:
-    conditions = sorted(
-        set(Condition.objects.filter(iteration__skill=skill).values_list("name", flat=True))
-    )
-    return {
-        "skill": skill,
-        "iterations": iterations,
-        "conditions": conditions,
+    comparison = None
+    if form.is_bound and form.is_valid():
+        comparison = _comparison(found, **form.cleaned_data)
+    elif not form.is_bound:
+        # No choice yet: suggest the latest iteration against the one before.
+        latest = found.iterations.order_by("-number").values_list("number", flat=True)[:2]
+        if len(latest) == 2:
+            form = CompareForm(initial={"a": latest[1], "b": latest[0]})
+    names = Condition.objects.filter(iteration__skill=found).values_list("name", flat=True)
+    context = {
+        "skill": found,
+        "iterations": Iteration.objects.filter(skill=found).light().order_by("number"),
+        "conditions": SimpleLazyObject(lambda: sorted(set(names))),
         "form": form,
         "comparison": comparison,
+        "generation": Generation.objects.current(),
     }
+    return render(request, "runs/compare.html", context)
 
 
-def _eval_runs(iteration: Iteration, eval_id: str):
-    return (
-        Run.objects.filter(iteration=iteration, eval_id=eval_id)
-        .select_related("condition", "grading", "eval_case")
-        .prefetch_related("grading__results", "reviews__author")
-        .defer("conversation", "tool_invocations")
-        .order_by("condition__position", "run_index")
+def _comparison(skill: Skill, *, a: int, b: int, ca: str, cb: str) -> SimpleLazyObject:
+    """The comparison asked for, computed when first read; 404 for what does not exist."""
+    before, after = get_iteration(skill, a), get_iteration(skill, b)
+    for iteration, name in ((before, ca), (after, cb)):
+        if name and not iteration.conditions.filter(name=name).exists():
+            raise Http404(f"Iteration #{iteration.number} has no condition “{name}”.")
+    return SimpleLazyObject(
+        lambda: compare(before, after, before_condition=ca or None, after_condition=cb or None)
     )
-
-
-#: How long a rendered eval body is kept; any import or review of the iteration replaces it.
-EVAL_BODY_CACHE_SECONDS = 24 * 3600
 
 
 @require_GET
 def eval_page(request: HttpRequest, skill: str, number: int, eval_id: str) -> HttpResponse:
     iteration = get_iteration(get_skill(skill), number)
-    # The body (definition and every run's card) is the same for every visitor: no form, no
-    # CSRF token, nothing per user. Rendering ten cards is most of the page's cost, and the
-    # cards change only when the iteration is saved (an import or a review bumps its stamp).
-    digest = hashlib.sha256(eval_id.encode()).hexdigest()[:32]
-    key = f"evalsite:eval-body:v1:{cache_stamp(iteration)}:{digest}"
-    body = cache.get(key)
-    if body is None:
-        body = _eval_body(iteration, eval_id)
-        cache.set(key, body, EVAL_BODY_CACHE_SECONDS)
-    return render(
-        request,
-        "runs/eval.html",
-        {"skill": iteration.skill, "iteration": iteration, "eval_id": eval_id, "body": body},
-    )
-
-
-def _eval_body(iteration: Iteration, eval_id: str) -> str:
-    runs = list(_eval_runs(iteration, eval_id)) if findable(eval_id) else []
-    if not runs:
+    if not (findable(eval_id) and iteration.runs.filter(eval_id=eval_id).exists()):
         raise Http404(
             f"Iteration #{iteration.number} of {iteration.skill.name} has no eval “{eval_id}”."
         )
-    columns: dict[str, list[Run]] = {}
-    for run in runs:
-        columns.setdefault(run.condition.name, []).append(run)
-    return render_to_string(
-        "runs/eval.html#body",
-        {
-            "skill": iteration.skill,
-            "iteration": iteration,
-            "eval_id": eval_id,
-            "case": runs[0].eval_case,
-            "columns": columns,
-        },
-    )
+    context = {
+        "skill": iteration.skill,
+        "iteration": iteration,
+        "eval_id": eval_id,
+        "runs": iteration.runs.for_eval_page(eval_id),
+        "generation": Generation.objects.current(),
+    }
+    return render(request, "runs/eval.html", context)
 
 
 def get_run(skill: str, number: int, eval_id: str, condition: str, run_index: int) -> Run:
