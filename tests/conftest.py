@@ -12,6 +12,14 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 REAL_FIXTURES = SHARED / "fixtures" / "real"
 
 
+@pytest.fixture(autouse=True)
+def empty_cache() -> None:
+    """Each test starts with an empty cache: no page or login count left by another test."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture
 def real_fixtures() -> Path:
     if not REAL_FIXTURES.is_dir():

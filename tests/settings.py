@@ -20,8 +20,14 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
 
-# Tests measure the uncached path (query budgets, fresh figures); one test turns it on.
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
+# The cache users hit, so every view test exercises it: a test that shows a stale page
+# fails. tests/conftest.py empties it before each test.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "evalsite-tests",
+    }
+}
 
 # Hashing a password with the production hasher takes ~0.3 s by design; tests log in
 # hundreds of times, and what they test is the login, not the hash's cost.

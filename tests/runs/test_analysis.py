@@ -136,24 +136,3 @@ def test_skill_creator_runs_without_meta_checks_have_unknown_invocation(sample) 
 
     assert summary.treatment.invocation is None
     assert summary.treatment.mean_tokens > 0
-
-
-def test_summaries_are_cached_until_the_iteration_changes(sample, settings, tmp_path) -> None:
-    from django.core.cache import cache
-
-    settings.CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "t"}
-    }
-    cache.clear()
-    it = iteration("taming-flaky-tests", 3)
-    first = summarise_iterations([it])[it.pk]
-
-    with CaptureQueriesContext(connection) as again:
-        second = summarise_iterations([it])[it.pk]
-
-    assert len(again) == 0
-    assert second.verdict == first.verdict and second.iteration is it
-    it.save()  # a re-import saves the iteration: updated_at moves, the cache key with it
-    with CaptureQueriesContext(connection) as after_save:
-        summarise_iterations([it])
-    assert len(after_save) == 3
