@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shlex
 import shutil
 import socket
 import subprocess
@@ -240,3 +241,29 @@ def test_with_redis_url_every_process_shares_the_login_throttle(
     assert manage(env, "shell", "--no-imports", "-c", attempt).stdout.strip() == "refused"
     # Without Redis each process counts alone: the same right password gets in.
     assert manage(production, "shell", "--no-imports", "-c", attempt).stdout.strip() == "302"
+
+
+def test_the_readme_cron_line_runs_as_written(tmp_path: Path) -> None:
+    """The line from the README, on a checkout whose only settings are quickstart's .env."""
+    readme = (Path(settings.BASE_DIR) / "README.md").read_text(encoding="utf-8")
+    line = re.search(r"```cron\n(.+?)\n```", readme, re.DOTALL).group(1).strip()
+    command = line.split(None, 5)[5]  # past the five schedule fields
+    assert command.startswith("cd /srv/evalsite && .venv/bin/python manage.py runevals skills/*")
+    # Here, not on /srv: this checkout, this interpreter, the sample's skills, and --dry-run
+    # so that no API is called; the rest of the line stays as the README wrote it.
+    command = (
+        command.replace("/srv/evalsite", shlex.quote(str(settings.BASE_DIR)))
+        .replace(".venv/bin/python", shlex.quote(sys.executable))
+        .replace("skills/*", "runs/sample/skills/*")
+        .replace("/var/log/evalsite-runevals.log", shlex.quote(str(tmp_path / "cron.log")))
+        .replace(" --fail-on-regression", " --fail-on-regression --dry-run")
+    )
+    env_file = tmp_path / ".env"
+    env_file.write_text(f"SECRET_KEY={secrets.token_urlsafe(50)}\n", encoding="utf-8")
+    cron = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "EVALSITE_ENV_FILE": str(env_file)}
+
+    done = subprocess.run(["/bin/sh", "-c", command], env=cron, timeout=120)
+
+    log = (tmp_path / "cron.log").read_text(encoding="utf-8")
+    assert done.returncode == 0, log
+    assert "taming-flaky-tests" in log and "Traceback" not in log
