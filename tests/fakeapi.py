@@ -11,9 +11,12 @@ retries). Faults can also be scheduled by call number: `fail_first`, `fail_call`
 Calls are numbered from 1 over `POST /v1/messages` attempts, retries included.
 
 Requests need credentials: anthropic 2.x sends `api_key` as `authorization: Bearer …`, not as
-`x-api-key`; either is accepted. Usage (tokens and prompt-cache reads/writes) is simulated
-unless a reply gives its own. `python -m tests.fakeapi [DELAY]` serves `auto_reply` for a
-benchmark in another process.
+`x-api-key`; either is accepted. A request with `"stream": true` gets the same reply as
+server-sent events, as the real API streams it (message_start, ping, content_block_start /
+text_delta / input_json_delta / content_block_stop per block, message_delta with the stop reason
+and output tokens, message_stop), so a script serves the SDK and the Claude Code CLI alike.
+Usage (tokens and prompt-cache reads/writes) is simulated unless a reply gives its own.
+`python -m tests.fakeapi [DELAY]` serves `auto_reply` for a benchmark in another process.
 
 Anything that is a bug in the test rather than in the client (a script that ran out, a
 responder that raised, a request the real API would reject) answers a non-retryable error and
@@ -508,8 +511,6 @@ def _reject(request: RecordedRequest, *, strict: bool) -> Fault | None:
     body = request.body
     if not isinstance(body, dict):
         return invalid("request body is not a JSON object")
-    if body.get("stream"):
-        return invalid("fakeapi: streaming is not supported by the fake; send stream=false")
     if request.path == "/v1/messages/count_tokens":
         return None
     for name, kind in (("model", str), ("max_tokens", int), ("messages", list)):
@@ -628,8 +629,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, request: RecordedRequest, outcome: Outcome) -> None:
         if isinstance(outcome, Reply):
+            message = self.server.fake.render(outcome, request)
+            if request.call and isinstance(request.body, dict) and request.body.get("stream"):
+                self._stream(request, message)
+                return
             status, headers = 200, {}
-            body = json.dumps(self.server.fake.render(outcome, request)).encode()
+            body = json.dumps(message).encode()
         elif outcome.kind in ("drop", "reset"):
             self.close_connection = True
             if outcome.kind == "reset":  # linger 0: close() sends RST instead of FIN
@@ -649,6 +654,72 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
+
+    def _stream(self, request: RecordedRequest, message: dict[str, Any]) -> None:
+        """The reply as server-sent events, one HTTP chunk each, as the real API sends them."""
+        request.status = 200
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
+        self.send_header("request-id", f"req_fake{next(_ids):06d}")
+        self.end_headers()
+        for name, data in stream_events(message):
+            event = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+            self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+        self.wfile.write(b"0\r\n\r\n")
+
+
+def stream_events(message: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """A rendered message as the API's stream of (event name, data), in order.
+
+    Text and JSON arrive in several deltas, so a client that keeps only the last one, or
+    parses a tool's input before its block stops, is caught.
+    """
+    usage = dict(message["usage"])
+    opening_usage = {**usage, "output_tokens": 1}
+    started = {**message, "content": [], "stop_reason": None, "usage": opening_usage}
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"type": "message_start", "message": started}),
+        ("ping", {"type": "ping"}),
+    ]
+    for index, block in enumerate(message["content"]):
+        kind = block.get("type")
+        if kind == "text":
+            opening: dict[str, Any] = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": part} for part in _pieces(block["text"])]
+        elif kind == "tool_use":
+            opening = {**block, "input": {}}
+            encoded = json.dumps(block.get("input") or {})
+            deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(encoded)]
+        elif kind == "thinking":
+            opening = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(block["thinking"])]
+            deltas.append({"type": "signature_delta", "signature": block.get("signature", "")})
+        else:  # a block without deltas arrives whole
+            opening, deltas = dict(block), []
+        events.append(
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": opening},
+            )
+        )
+        events += [
+            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+            for d in deltas
+        ]
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    # Today's API repeats the (cumulative) input counts beside the final output count.
+    events.append(("message_delta", {"type": "message_delta", "delta": delta, "usage": usage}))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return events
+
+
+def _pieces(value: str, parts: int = 3) -> list[str]:
+    """`value` cut into up to `parts` consecutive pieces (one, possibly empty, if short)."""
+    size = max(1, -(-len(value) // parts))
+    return [value[i : i + size] for i in range(0, len(value), size)] or [""]
 
 
 # --- pytest ------------------------------------------------------------------------------

@@ -239,10 +239,67 @@ def test_a_slow_response_times_out_after_retries(fake_api: FakeAnthropic) -> Non
     assert 0.6 + 0.375 <= time.monotonic() - started < 2.0
 
 
-def test_streaming_is_refused_with_a_clear_error(fake_api: FakeAnthropic) -> None:
-    with pytest.raises(anthropic.BadRequestError, match="streaming is not supported"):
-        ask(fake_api.client(), stream=True)
-    fake_api.errors.clear()
+def test_a_streamed_reply_carries_the_same_text_tool_call_and_usage(
+    fake_api: FakeAnthropic,
+) -> None:
+    scripted = reply(
+        text("Reading the notes file now."),
+        tool_use("Read", {"file_path": "notes.txt", "limit": 20}, id="toolu_7"),
+        usage={"input_tokens": 40, "output_tokens": 9, "cache_read_input_tokens": 5},
+    )
+    fake_api.script = [scripted, scripted]
+    client = fake_api.client()
+
+    with client.messages.stream(
+        model=MODEL, max_tokens=256, messages=HELLO, tools=[READ_TOOL]
+    ) as stream:
+        deltas = [e.delta for e in stream if e.type == "content_block_delta"]
+        streamed = stream.get_final_message()
+    plain = ask(client, tools=[READ_TOOL])
+
+    assert [b.to_dict() for b in streamed.content] == [b.to_dict() for b in plain.content]
+    assert streamed.content[1].input == {"file_path": "notes.txt", "limit": 20}
+    assert (streamed.stop_reason, streamed.usage) == (plain.stop_reason, plain.usage)
+    assert streamed.usage.input_tokens == 40 and streamed.usage.output_tokens == 9
+    # Several deltas per block: a client that keeps only the last one gets the text wrong.
+    assert sum(1 for d in deltas if d.type == "text_delta") > 1
+    assert sum(1 for d in deltas if d.type == "input_json_delta") > 1
+    assert fake_api.requests[0].body["stream"] is True
+
+
+def test_a_stream_is_chunked_server_sent_events_in_the_apis_order(
+    fake_api: FakeAnthropic,
+) -> None:
+    fake_api.script = [reply("Hi.", usage={"input_tokens": 3, "output_tokens": 2})]
+    body = {"model": MODEL, "max_tokens": 5, "messages": HELLO, "stream": True}
+    request = urllib.request.Request(
+        f"{fake_api.url}/v1/messages",
+        data=json.dumps(body).encode(),
+        headers={"x-api-key": "test-key", "content-type": "application/json"},
+        method="POST",
+    )
+
+    with urllib.request.urlopen(request, timeout=5) as response:
+        assert response.headers["content-type"] == "text/event-stream"
+        assert response.headers["transfer-encoding"] == "chunked"
+        lines = response.read().decode().splitlines()
+
+    names = [line.removeprefix("event: ") for line in lines if line.startswith("event: ")]
+    data = [json.loads(line.removeprefix("data: ")) for line in lines if line.startswith("data: ")]
+    assert [name for i, name in enumerate(names) if name not in names[:i]] == [
+        "message_start",
+        "ping",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ]
+    assert [d["type"] for d in data] == names
+    assert "".join(d["delta"]["text"] for d in data if d["type"] == "content_block_delta") == "Hi."
+    assert data[0]["message"]["usage"]["output_tokens"] == 1
+    assert data[-2]["delta"]["stop_reason"] == "end_turn"
+    assert data[-2]["usage"]["output_tokens"] == 2
 
 
 def test_a_running_out_script_fails_fast_and_is_reported(fake_api: FakeAnthropic) -> None:
