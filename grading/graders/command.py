@@ -1,29 +1,35 @@
 """`command_check`: an eval author's shell command run in the task folder after the agent.
 
-The command is trusted (the eval author wrote it) but its environment is not inherited
-blindly: secrets the grader holds never reach it, nor do variables that would point git at
-another repository than the task folder's own.
+The command is the eval author's, but what it runs is the agent's work (its tests, its
+scripts), so it runs in the sandbox (runs/evaluating/sandbox.py) like the agent's Bash: the
+task folder the only writable place, no network, limits, and an environment that is the
+sandbox's allow-list plus the assertion's `env` and matrix cell — nothing inherited from
+runevals, whose environment holds the API key and the site's secrets.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
 import re
 import shutil
-import signal
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .rustregex import RustRegexError, compile_rust_regex
+import regex
+
+from runs.evaluating import sandbox
+
+from .rustregex import RustRegexError, compile_rust_bounded
 
 GRADER = "command_check"
 DEFAULT_TIMEOUT_SECONDS = 120.0
 CAPTURE_BYTES = 2048
 STDERR_EVIDENCE_CHARS = 200
+#: expect_stdout is matched against up to the sandbox's output budget (1 MiB) of stdout;
+#: an eval's pattern that backtracks catastrophically fails the cell instead of hanging.
+REGEX_SECONDS = 10.0
 
 #: The variables `git rev-parse --local-env-vars` names — they locate or reconfigure *a*
 #: repository, so one inherited from runevals (say, run from a git hook) would point the
@@ -63,8 +69,10 @@ SECRET_PATTERN = re.compile(
 
 
 def command_environment(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The inherited environment minus git location variables and secrets, plus `overrides`.
+    """For evalsite's own git on the host (diff_scope, task templates): the inherited
+    environment minus git location variables and secrets, plus `overrides`.
 
+    Not for commands the agent or an eval runs: those get the sandbox's allow-list.
     `DJANGO_*` goes too: runevals' own DJANGO_SETTINGS_MODULE would otherwise win over the
     `setdefault` in a fixture project's manage.py.
     """
@@ -104,16 +112,35 @@ def copy_setup_files(paths: list[str], *, evals_dir: Path, task_dir: Path) -> No
         if relative.parts[0].lower() == ".git":
             raise SetupFileError(f"setup file {declared!r} may not write the task's .git")
         source, target = evals_dir / relative, task_dir / relative
-        if not target.resolve().is_relative_to(task_dir.resolve()):
-            # The agent may have left a symlink here; the grader writes only in the task.
-            raise SetupFileError(f"setup file {declared!r} would land outside the task folder")
         if source.is_dir():
-            shutil.copytree(source, target, dirs_exist_ok=True)
+            pairs = [
+                (path, target / path.relative_to(source))
+                for path in sorted(source.rglob("*"))
+                if path.is_file()
+            ]
         elif source.is_file():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
+            pairs = [(source, target)]
         else:
             raise SetupFileError(f"setup file {declared!r} not found under {evals_dir}")
+        for origin, destination in pairs:
+            _copy_into_task(origin, destination, task_dir=task_dir, declared=declared)
+
+
+def _copy_into_task(source: Path, target: Path, *, task_dir: Path, declared: str) -> None:
+    """Copy one file, never through a link the agent left: the grader writes only in the task.
+
+    Checked file by file, because a folder of setup files may meet a symlinked subfolder.
+    """
+    if not target.parent.resolve().is_relative_to(task_dir.resolve()):
+        raise SetupFileError(f"setup file {declared!r} would land outside the task folder")
+    if target.is_symlink():
+        if not target.resolve().is_relative_to(task_dir.resolve()):
+            raise SetupFileError(f"setup file {declared!r} would land outside the task folder")
+        target.unlink()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.parent.resolve().is_relative_to(task_dir.resolve()):
+        raise SetupFileError(f"setup file {declared!r} would land outside the task folder")
+    shutil.copyfile(source, target)
 
 
 def command_check(
@@ -122,11 +149,14 @@ def command_check(
     task_dir: Path,
     evals_dir: Path | None = None,
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    unsafe: bool | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(assertion result, command-check record) for one `command_check` assertion.
 
     The record is valid against command-check.schema.json; runevals writes it to
-    `command-checks/<id>.json`.
+    `command-checks/<id>.json`. The command runs sandboxed unless `unsafe` (None: as
+    runevals was told, `sandbox.is_unsandboxed()`); SandboxUnavailable is raised, since a
+    command that could not be run says nothing about the agent.
     """
     assertion_id = str(assertion["id"])
     expected = int(assertion.get("expect_exit_code", 0))
@@ -147,10 +177,10 @@ def command_check(
 
     if not task_dir.is_dir():
         return failed_before_running(f"the task folder {task_dir} does not exist")
-    regex = None
+    stdout_regex = None
     if stdout_pattern is not None:
         try:
-            regex = compile_rust_regex(stdout_pattern)
+            stdout_regex = compile_rust_bounded(stdout_pattern)
         except RustRegexError as exc:
             return failed_before_running(f"invalid expect_stdout regex /{stdout_pattern}/: {exc}")
     try:
@@ -171,7 +201,8 @@ def command_check(
             timeout=timeout,
             expected=expected,
             stdout_pattern=stdout_pattern,
-            regex=regex,
+            stdout_regex=stdout_regex,
+            unsafe=sandbox.is_unsandboxed() if unsafe is None else unsafe,
         )
         for cell in (cells or [{}])
     ]
@@ -224,80 +255,74 @@ def _run_cell(
     timeout: float,
     expected: int,
     stdout_pattern: str | None,
-    regex: re.Pattern[str] | None,
+    stdout_regex: regex.Pattern[str] | None,
+    unsafe: bool,
 ) -> dict[str, Any]:
     """One run of the command: passed, evidence, exit code and capped output."""
-    # A session of its own, so a timeout kills the command's children too, not only sh.
+    limits = sandbox.Limits(wall_seconds=timeout)
     try:
-        process = subprocess.Popen(
+        done = sandbox.run(
             ["sh", "-c", command],
-            cwd=task_dir,
-            env=command_environment(overrides),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
+            folder=task_dir,
+            env=sandbox.allowed_environment(overrides, home=task_dir),
+            limits=limits,
+            unsafe=unsafe,
         )
-    except OSError as exc:  # no task folder, no sh
-        evidence = f"could not run the command: {exc}"
+    except (OSError, ValueError, sandbox.SandboxError) as exc:
+        if isinstance(exc, sandbox.SandboxUnavailable):
+            raise
+        # No task folder, no sh, an `env` value that cannot be set (NUL).
         return {
             "passed": False,
-            "evidence": evidence,
+            "evidence": f"could not run the command: {exc}",
             "actual_exit_code": None,
             "stdout": "",
             "stderr": "",
         }
-    timed_out = False
-    try:
-        out, err = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(process)
-        try:
-            out, err = process.communicate(timeout=5)
-        except subprocess.TimeoutExpired:  # a child left the group and holds the pipes
-            process.kill()
-            out, err = b"", b""
-    stdout = out.decode("utf-8", errors="replace")
-    stderr = err.decode("utf-8", errors="replace")
-    code = process.returncode
-
+    code = done.returncode
+    # Out of memory is read from stderr, so it is a remark, not a verdict; the other limits
+    # are the sandbox's own doing (a kill, a signal only the limit sends).
+    stopped = None if done.limit == "memory_bytes" else done.limit
     clauses = []
-    if timed_out:
-        exit_code = None
+    if done.timed_out:
         clauses.append(f"timed out after {timeout:g} s")
         passed = False
-    elif code < 0:
-        exit_code = None
-        clauses.append(f"killed by signal {-code}, expected exit code {expected}")
+    elif code is None or stopped:
+        clauses.append(f"stopped by the sandbox: {sandbox.describe(stopped or '', limits)}")
         passed = False
     else:
-        exit_code = code
         passed = code == expected
         clauses.append(
             f"exit code matched {code}" if passed else f"exit code {code}, expected {expected}"
         )
-    if regex is not None and not timed_out:
-        if regex.search(stdout):
-            clauses.append(f'stdout matched regex "{stdout_pattern}"')
-        else:
-            clauses.append(f'stdout did not match regex "{stdout_pattern}"')
+    if stdout_regex is not None and not done.timed_out:
+        try:
+            matched = stdout_regex.search(done.stdout, timeout=REGEX_SECONDS) is not None
+        except TimeoutError:
+            clauses.append(f'stdout regex "{stdout_pattern}" took longer than {REGEX_SECONDS:g} s')
             passed = False
-    if not passed and stderr.strip():
-        excerpt = " ".join(stderr.split())[:STDERR_EVIDENCE_CHARS]
+        else:
+            if matched:
+                clauses.append(f'stdout matched regex "{stdout_pattern}"')
+            else:
+                clauses.append(f'stdout did not match regex "{stdout_pattern}"')
+                passed = False
+    if done.limit == "memory_bytes":
+        clauses.append(
+            f"{sandbox.describe(done.limit, limits).replace('it ran', 'it may have run')}"
+        )
+    if done.output_truncated:
+        clauses.append(f"output beyond {limits.output_bytes} bytes was not kept")
+    if not passed and done.stderr.strip():
+        excerpt = " ".join(done.stderr.split())[:STDERR_EVIDENCE_CHARS]
         clauses.append(f'stderr: "{excerpt}"')
     return {
         "passed": passed,
         "evidence": "; ".join(clauses),
-        "actual_exit_code": exit_code,
-        "stdout": cap_bytes(stdout),
-        "stderr": cap_bytes(stderr),
+        "actual_exit_code": None if done.timed_out or stopped else code,
+        "stdout": cap_bytes(done.stdout),
+        "stderr": cap_bytes(done.stderr),
     }
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
 
 
 def cap_bytes(text: str, limit: int = CAPTURE_BYTES) -> str:

@@ -16,12 +16,19 @@ either rewrites the construct or refuses it with a message an eval author can ac
 - Lookaround and backreferences (not Rust syntax), Unicode property classes `\\p{…}`
   (not in `re`), class set operations `&&`/`--`/`~~`, and the `U`/`R`/`-u` flags are
   refused.
+
+Rust's engine runs in linear time; Python's backtracks, so `(a+)+$` on a long line of
+`a`s never ends. Where the text is an agent's (Grep, a command's stdout),
+`compile_rust_bounded` compiles the same translation with the `regex` module, whose
+searches take a `timeout=`.
 """
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
+
+import regex
 
 _FLAG_CHARS = set("imsxuUR")
 _PY_FLAGS = "ims"  # the flags that reach Python; x is applied here, u is Rust's default
@@ -66,6 +73,18 @@ def compile_rust_regex(pattern: str) -> re.Pattern[str]:
     try:
         return re.compile(source)
     except re.error as exc:
+        raise RustRegexError(str(exc)) from None
+
+
+@lru_cache(maxsize=512)
+def compile_rust_bounded(pattern: str, *, ignore_case: bool = False) -> regex.Pattern[str]:
+    """`pattern` (Rust syntax) compiled with `regex` (VERSION0: `re`'s syntax and meaning),
+    so that `.search(text, timeout=seconds)` raises TimeoutError instead of hanging."""
+    source = translate(pattern)
+    flags = regex.VERSION0 | (regex.IGNORECASE if ignore_case else 0)
+    try:
+        return regex.compile(source, flags)
+    except regex.error as exc:
         raise RustRegexError(str(exc)) from None
 
 
@@ -135,6 +154,9 @@ class _Translator:
             if c == "(":
                 self.last_plain = ""
                 piece, new_flags = self._group(flags, depth)
+                # A quantifier after `)` quantifies the group, whatever its last atom was:
+                # `(a+)+` is Rust syntax, not a possessive `++`.
+                self.last_plain = ""
                 if new_flags is not None:  # a bare `(?flags)`: the rest of the group
                     out.append(_flag_group(flags, new_flags))
                     wrappers += 1

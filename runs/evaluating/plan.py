@@ -12,6 +12,7 @@ from runs.importing.definitions import parse_evals_json, parse_skill_md
 from runs.importing.errors import ImportFailure
 from runs.importing.jsonfiles import read_text
 from runs.importing.records import EvalDefinition
+from runs.names import InvalidName, shown, validate_condition_name, validate_eval_id
 
 from .taskdir import FixtureError, fixture_sources
 
@@ -93,6 +94,45 @@ class Plan:
 
     def condition(self, name: str) -> ConditionPlan:
         return next(c for c in self.conditions if c.name == name)
+
+
+#: The longest file name most filesystems take (NAME_MAX), in bytes.
+NAME_MAX_BYTES = 255
+
+
+def check_folder_names(
+    *, eval_ids: list[str], conditions: list[str], runs: int = 1, display: str = "evals.json"
+) -> None:
+    """PlanError unless every eval id and condition name can name the run's folders.
+
+    Each becomes part of a path (`eval-<id>/<condition>/`, `env-<id>-<condition>-run-<k>`)
+    that runevals writes, so one that is not a single plain folder name — `..`, a `/`, a
+    NUL, surrounding whitespace the importer would strip, too long — would write outside
+    the iteration or fail half-way through it. Refused before any API call.
+    """
+    for kind, names, validate in (
+        ("eval id", eval_ids, validate_eval_id),
+        ("condition name", conditions, validate_condition_name),
+    ):
+        for name in names:
+            try:
+                cleaned = validate(name)
+            except InvalidName as exc:
+                raise PlanError(f"{display}: {exc}; it must be usable as a folder name") from None
+            if cleaned != name:
+                raise PlanError(
+                    f"{display}: {kind} {shown(name)} begins or ends with whitespace; it must "
+                    "be usable as a folder name"
+                )
+    suffix = f"-run-{runs}" if runs > 1 else ""
+    for eval_id in eval_ids:
+        for condition in conditions:
+            for folder in (f"eval-{eval_id}", f"env-{eval_id}-{condition}{suffix}"):
+                if len(folder.encode("utf-8", errors="surrogatepass")) > NAME_MAX_BYTES:
+                    raise PlanError(
+                        f"{display}: eval id {shown(eval_id)} is too long for the folder name "
+                        f"{shown(folder)} (at most {NAME_MAX_BYTES} bytes)"
+                    )
 
 
 FRONT_MATTER = re.compile(r"\A---\s*\n.*?\n---\s*\n?", re.DOTALL)
@@ -182,6 +222,8 @@ def make_plan(
         label = None
         conditions = [ConditionPlan("with_skill", skill), ConditionPlan("without_skill", None)]
 
+    names = [c.name for c in conditions]
+    check_folder_names(eval_ids=list(definitions), conditions=names, display=str(evals_json))
     wanted = set(only or [])
     unknown = wanted - set(definitions)
     if unknown:
@@ -212,6 +254,10 @@ def make_plan(
                 skill_should_trigger=definition.skill_should_trigger,
                 dialect=definition.dialect,
             )
+        )
+    for case in evals:  # with its run count: `-run-<k>` lengthens the task folder's name
+        check_folder_names(
+            eval_ids=[case.eval_id], conditions=names, runs=case.runs, display=str(evals_json)
         )
     plan = Plan(
         skill_dir,

@@ -32,6 +32,7 @@ from .folders import SkillLock, iteration_folders, unfinished_iteration
 from .grader import grade
 from .harness import Dispatch, Harness, MessagesHarness
 from .plan import Plan, RunPlan
+from .sandbox import SandboxError, unsandboxed
 from .taskdir import build_template, copy_template
 
 
@@ -102,6 +103,8 @@ class Settings:
     keep_env: bool = False
     responder_model: str | None = None
     harness: Harness = field(default_factory=MessagesHarness)
+    #: False only for --unsafe-no-sandbox: agents' commands and command checks run bare.
+    sandbox: bool = True
 
 
 class Runner:
@@ -125,7 +128,7 @@ class Runner:
 
     def run(self, *, resume: bool = False) -> IterationRun:
         """Run (or finish) an iteration, write benchmark.json and import it."""
-        with SkillLock(self.skill_folder):
+        with SkillLock(self.skill_folder), unsandboxed(not self.settings.sandbox):
             folder = unfinished_iteration(self.skill_folder) if resume else None
             result = IterationRun(self.plan.skill.name, folder or self._new_iteration())
             result.resumed = folder is not None
@@ -271,7 +274,7 @@ class Runner:
             )
             outcome.passed, outcome.total = graded.passed, graded.total
             outcome.judge_tokens, outcome.judge_calls = graded.tokens, graded.calls
-        except (anthropic.APIError, JudgeUnavailable, json.JSONDecodeError) as exc:
+        except (anthropic.APIError, JudgeUnavailable, json.JSONDecodeError, SandboxError) as exc:
             # (The SDK raises a bare JSONDecodeError for a 200 with an unreadable body.)
             # Retries are the SDK's (429 with retry-after, 529, 5xx, timeouts, dropped
             # connections); still failing, the run is errored, never graded as a failure.

@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
+from grading.graders import command
 from grading.graders.command import command_check, matrix_cells
+from runs.evaluating import sandbox
 
 from .conftest import validate, write
 
@@ -105,10 +107,11 @@ def test_a_timed_out_command_fails_and_its_children_are_killed(task_dir: Path) -
     validate(record, "command-check.schema.json")
 
 
-def test_a_command_killed_by_a_signal_has_no_exit_code(task_dir: Path) -> None:
+def test_a_command_killed_by_a_signal_reports_the_shell_status(task_dir: Path) -> None:
+    # The sandbox reports a signal death as a shell does, 128 + N (bwrap cannot tell more).
     result, record = run_check(task_dir, "kill -9 $$")
-    assert result["evidence"] == "killed by signal 9, expected exit code 0"
-    assert record["actual_exit_code"] is None
+    assert result["evidence"] == "exit code 137, expected 0"
+    assert record["actual_exit_code"] == 137
 
 
 def test_it_runs_in_the_task_folder(task_dir: Path) -> None:
@@ -116,40 +119,93 @@ def test_it_runs_in_the_task_folder(task_dir: Path) -> None:
     assert Path(record["stdout"].strip()).resolve() == task_dir.resolve()
 
 
-def test_secrets_never_reach_the_command(task_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_only_the_allow_listed_environment_reaches_the_command(
+    task_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     secrets = {
         "ANTHROPIC_API_KEY": "sk-ant-fake",
         "SECRET_KEY": "django-fake",
         "DATABASE_URL": "postgres://u:p@h/db",
         "GITHUB_TOKEN": "ghp_fake",
-        "MY_SERVICE_API_KEY": "fake",
-        "SOME_SECRET": "fake",
+        "AWS_SECRET_ACCESS_KEY": "aws-fake",
+        "DEPLOY_PAT": "pat-fake",
+        "CLIENT_ID": "client-fake",
         "DJANGO_SETTINGS_MODULE": "evalsite.settings",
+        "ORDINARY_SETTING": "ordinary-fake",  # an allow-list: not even this is inherited
     }
     for name, value in secrets.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setenv("ORDINARY_SETTING", "kept")
-    command = "env; " + " && ".join(f'test -z "${{{name}+x}}"' for name in secrets)
+    command = "env; cat /proc/1/environ /proc/$PPID/environ | tr '\\0' '\\n'; " + " && ".join(
+        f'test -z "${{{name}+x}}"' for name in secrets
+    )
     result, record = run_check(task_dir, command)
     assert result["passed"] is True, record
-    assert "sk-ant-fake" not in record["stdout"]
-    assert "ORDINARY_SETTING=kept" in record["stdout"]
+    for value in secrets.values():
+        assert value not in record["stdout"]
+    assert f"HOME={task_dir.resolve()}" in record["stdout"].splitlines()
 
 
-def test_git_location_variables_are_dropped_but_git_preferences_kept(
+def test_git_location_variables_never_reach_the_command(
     task_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("GIT_DIR", str(tmp_path / "elsewhere.git"))
     monkeypatch.setenv("GIT_WORK_TREE", str(tmp_path))
     monkeypatch.setenv("GIT_INDEX_FILE", str(tmp_path / "index"))
-    monkeypatch.setenv("GIT_AUTHOR_NAME", "Kept Author")
     result, record = run_check(
-        task_dir, 'git rev-parse --show-toplevel && echo "author=$GIT_AUTHOR_NAME"'
+        task_dir,
+        'git rev-parse --show-toplevel && echo "author=$GIT_AUTHOR_NAME"',
+        env={"GIT_AUTHOR_NAME": "Eval Author"},  # what the command needs, the eval says
     )
     assert result["passed"] is True, record
     top, author = record["stdout"].splitlines()
     assert Path(top).resolve() == task_dir.resolve()
-    assert author == "author=Kept Author"
+    assert author == "author=Eval Author"
+
+
+def test_the_command_sees_nothing_outside_the_task_folder(task_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("top secret")
+    project = Path(__file__).resolve().parents[2]
+    result, record = run_check(
+        task_dir,
+        f"cat ../secret.txt {project / 'manage.py'}; touch ../escaped /usr/escaped; "
+        "echo inside > made-here.txt",
+    )
+    assert result["passed"] is True, record  # the last command worked
+    assert "top secret" not in record["stdout"] and "django" not in record["stdout"]
+    assert record["stderr"].count("No such file or directory") == 2
+    assert not (tmp_path / "escaped").exists()
+    assert (task_dir / "made-here.txt").read_text() == "inside\n"
+
+
+def test_a_command_that_hits_a_sandbox_limit_fails_naming_it(task_dir: Path) -> None:
+    result, record = run_check(task_dir, "for i in $(seq 400); do sleep 5 & done; wait")
+    assert result["passed"] is False
+    assert result["evidence"] == "stopped by the sandbox: it started more than 256 processes"
+    assert record["actual_exit_code"] is None
+
+
+def test_a_catastrophic_expect_stdout_fails_instead_of_hanging(
+    task_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(command, "REGEX_SECONDS", 0.2)
+    started = time.monotonic()
+    result, _ = run_check(task_dir, "printf 'a%.0s' $(seq 5000); printf b", expect_stdout="(a+)+$")
+    assert time.monotonic() - started < 5
+    assert result["passed"] is False
+    assert result["evidence"] == 'exit code matched 0; stdout regex "(a+)+$" took longer than 0.2 s'
+
+
+def test_without_bwrap_it_refuses_rather_than_run_unsandboxed(
+    task_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandbox, "sandbox_problem", lambda: "bubblewrap (bwrap) is not installed")
+    with pytest.raises(sandbox.SandboxUnavailable, match="not installed"):
+        command_check(assertion("touch ran"), task_dir=task_dir)
+    assert not (task_dir / "ran").exists()
+
+    with sandbox.unsandboxed():  # --unsafe-no-sandbox: the same check, run bare
+        result, _ = command_check(assertion("touch ran"), task_dir=task_dir)
+    assert result["passed"] is True and (task_dir / "ran").exists()
 
 
 def test_env_overrides_reach_the_command(task_dir: Path) -> None:
@@ -233,6 +289,21 @@ def test_unusable_setup_files_fail_the_check(
     assert result["confidence"] == 0.0
     assert not (task_dir / "ran").exists()
     validate(record, "command-check.schema.json")
+
+
+def test_a_setup_folder_never_follows_a_symlinked_subfolder(task_dir: Path, tmp_path: Path) -> None:
+    evals_dir = tmp_path / "evals"
+    write(evals_dir / "held" / "data" / "x.txt", "x\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (task_dir / "held").mkdir()
+    (task_dir / "held" / "data").symlink_to(outside)  # left there by the agent
+    result, _ = command_check(
+        assertion("true", setup_files=["held"]), task_dir=task_dir, evals_dir=evals_dir
+    )
+    assert result["passed"] is False
+    assert "would land outside the task folder" in result["evidence"]
+    assert not (outside / "x.txt").exists()
 
 
 def test_a_setup_file_never_lands_outside_the_task_folder(task_dir: Path, tmp_path: Path) -> None:

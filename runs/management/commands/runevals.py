@@ -1,7 +1,7 @@
 """`manage.py runevals SKILL_DIR…`: run, grade, write and import an iteration per skill.
 
 Exit status: 0 done; 1 a regression and --fail-on-regression; 2 could not run (no API key,
-bad evals.json, the skill locked by another run, …).
+bad evals.json, no sandbox here and no --unsafe-no-sandbox, the skill locked by another run…).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from runs.evaluating.folders import LockHeld
 from runs.evaluating.plan import PlanError, make_plan
 from runs.evaluating.report import iteration_report
 from runs.evaluating.runner import Runner, RunOutcome, Settings
+from runs.evaluating.sandbox import sandbox_problem
 from runs.importing import ImportFailure
 
 COULD_NOT_RUN = 2
@@ -54,6 +55,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--keep-env", action="store_true", help="keep each run's task folder (env-*)"
         )
+        parser.add_argument(
+            "--unsafe-no-sandbox",
+            action="store_true",
+            help="run agents' commands and command checks without the bubblewrap sandbox "
+            "(where it cannot run): they can then read this machine's files and secrets",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["runs"] < 1 or options["concurrency"] < 1:
@@ -74,13 +81,29 @@ class Command(BaseCommand):
                 )
             except PlanError as exc:
                 raise CommandError(str(exc), returncode=COULD_NOT_RUN) from None
+        unsafe = options["unsafe_no_sandbox"]
         if options["dry_run"]:
             for plan in plans:
                 self._print_plan(plan)
+            self.stdout.write(self._sandbox_line(unsafe))
             return
         if not os.environ.get("ANTHROPIC_API_KEY"):
             raise CommandError(
                 "ANTHROPIC_API_KEY is not set: runevals needs it to call the Anthropic API",
+                returncode=COULD_NOT_RUN,
+            )
+        # Never a silent downgrade: without the sandbox an agent's Bash reads this process's
+        # environment (the API key, SECRET_KEY) and the site's database.
+        problem = sandbox_problem()
+        if unsafe:
+            self.stderr.write(
+                "runevals: --unsafe-no-sandbox: agents' commands and command checks run "
+                "without the sandbox, with access to this machine's files and processes"
+            )
+        elif problem is not None:
+            raise CommandError(
+                f"cannot sandbox agents' commands here: {problem}; "
+                "pass --unsafe-no-sandbox to run them without the sandbox",
                 returncode=COULD_NOT_RUN,
             )
         # With --json, stdout carries only the JSON; progress goes to stderr.
@@ -99,6 +122,7 @@ class Command(BaseCommand):
                     concurrency=options["concurrency"],
                     keep_env=options["keep_env"],
                     responder_model=options["responder_model"],
+                    sandbox=not unsafe,
                 ),
                 progress=self._progress,
             )
@@ -139,6 +163,14 @@ class Command(BaseCommand):
             f"at most {most + judges} (agent calls are capped at "
             f"{Settings(Path()).max_calls} per run)"
         )
+
+    def _sandbox_line(self, unsafe: bool) -> str:
+        if unsafe:
+            return "Sandbox: off (--unsafe-no-sandbox)"
+        problem = sandbox_problem()
+        if problem is None:
+            return "Sandbox: bubblewrap"
+        return f"Sandbox: unavailable here ({problem}); a real run needs --unsafe-no-sandbox"
 
     def _progress(self, outcome: RunOutcome, done: int, total: int) -> None:
         what = outcome.run.relpath.removeprefix("eval-")
