@@ -3,7 +3,7 @@
     python bench/pages_bench.py [--database sqlite|postgres|both] [--quick]
                                 [--skills 5 --iterations 20 --evals 30 --runs 3 --assertions 6]
                                 [--clients 8] [--requests 50] [--solo 20] [--keep DIR]
-                                [--conn-max-age S] [--check]
+                                [--conn-max-age S] [--first 5] [--check]
 
 Loads the import benchmark's workspace (bench/generate.py, the same scale and seed) and one
 more skill, `long-conversations`, whose single eval has 10 runs (5 per condition) of
@@ -24,11 +24,15 @@ clients, REQUESTS times each, after an untimed warm-up:
     conversation fragment    one of its 200-event conversations, loaded on demand
 
 After each concurrent round, one client alone requests the page SOLO times: its p50 is the
-page's own cost, without queueing behind the other clients.
+page's own cost, without queueing behind the other clients. Then FIRST times, it requests
+the page right after starting a new dashboard generation (runs.generation, written straight
+into the database as an import or a review would): the "1st" column, the p50 of those, is
+what the first visitor after a change waits for, every cached region rendered afresh.
 
 Targets: overview, skill and iteration p95 <= 250 ms and <= 15 x the static floor's p95;
-the long eval's first view p95 <= 250 ms, under the concurrent clients and for one client
-alone (the issue's case: one person opening the page). The server is stopped at the end,
+the long eval's first view p95 <= 250 ms, under the concurrent clients, for one client
+alone (the issue's case: one person opening the page), and as the first view after a new
+generation (nothing cached). The server is stopped at the end,
 even on error. The exit status is 0 (this is a report) unless --check is given and a
 target is missed.
 
@@ -39,21 +43,13 @@ STATIC_ROOT is fixed by evalsite/settings.py (<project>/staticfiles, git-ignored
 from __future__ import annotations
 
 import argparse
-import contextlib
-import http.client
 import json
-import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
-import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -70,6 +66,7 @@ from bench.import_bench import (  # noqa: E402
     machine,
     prepare_workspace,
 )
+from bench.serving import Round, first_views, gunicorn, hammer  # noqa: E402
 from bench.stats_bench import (  # noqa: E402
     DATABASES,
     bench_database,
@@ -98,9 +95,6 @@ PAGES: tuple[tuple[str, str, tuple[float | None, float | None]], ...] = (
     ("long_eval", "eval, 10 runs x 200 events", (TARGET_P95_MS, None)),
     ("conversation", "  its conversation (htmx)", (None, None)),
 )
-#: How long gunicorn may take to answer its first request, and any one request.
-START_TIMEOUT = 60.0
-REQUEST_TIMEOUT = 60.0
 
 
 # --- the data ------------------------------------------------------------------------------
@@ -158,161 +152,53 @@ def page_paths() -> dict[str, str]:
     }
 
 
-# --- the server ----------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextlib.contextmanager
-def gunicorn(env: dict[str, str], log: Path) -> Iterator[int]:
-    """gunicorn serving evalsite on 127.0.0.1 until the block ends; yields its port."""
-    port = free_port()
-    command = [sys.executable, "-m", "gunicorn", "evalsite.wsgi"]
-    command += ["-w", "2", "--threads", "4", "-b", f"127.0.0.1:{port}"]
-    with log.open("wb") as out:
-        # A session of its own, so the workers can be stopped with the master by its id.
-        proc = subprocess.Popen(
-            command, cwd=PROJECT, env=env, stdout=out, stderr=out, start_new_session=True
-        )
-    try:
-        wait_until_serving(proc, port, log)
-        yield port
-    finally:
-        stop(proc)
-
-
-def wait_until_serving(proc: subprocess.Popen, port: int, log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"gunicorn exited ({proc.returncode}):\n{tail(log)}")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", STATIC_PATH)
-            if conn.getresponse().status == 200:
-                conn.close()
-                return
-            conn.close()
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit(f"gunicorn did not serve {STATIC_PATH} in {START_TIMEOUT:g} s:\n{tail(log)}")
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """SIGTERM the master (it stops its workers), then SIGKILL its process group if need be."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)  # any worker the master left behind
-
-
-def tail(path: Path, lines: int = 30) -> str:
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-
-
-# --- the clients ---------------------------------------------------------------------------
-
-
-@dataclass
-class Round:
-    latencies_ms: list[float] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    size: int = 0
-    seconds: float = 0.0
-
-
-def hammer(port: int, path: str, *, clients: int, requests: int) -> Round:
-    """`clients` threads, each with one keep-alive connection, GET `path` `requests` times."""
-    result = Round()
-    lock = threading.Lock()
-    barrier = threading.Barrier(clients + 1)
-
-    def client() -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT)
-        mine: list[float] = []
-        try:
-            barrier.wait(timeout=REQUEST_TIMEOUT)
-            for _ in range(requests):
-                start = time.perf_counter()
-                try:
-                    conn.request("GET", path)
-                    response = conn.getresponse()
-                    body = response.read()
-                except (OSError, http.client.HTTPException) as exc:
-                    conn.close()  # http.client reconnects on the next request
-                    with lock:
-                        result.errors.append(f"{type(exc).__name__}: {exc}")
-                    continue
-                elapsed = (time.perf_counter() - start) * 1000
-                if response.status != 200:
-                    with lock:
-                        result.errors.append(f"HTTP {response.status}")
-                    continue
-                mine.append(elapsed)
-                result.size = len(body)
-                if response.will_close:
-                    conn.close()
-        finally:
-            conn.close()
-            with lock:
-                result.latencies_ms.extend(mine)
-
-    threads = [threading.Thread(target=client, daemon=True) for _ in range(clients)]
-    for thread in threads:
-        thread.start()
-    barrier.wait(timeout=REQUEST_TIMEOUT)
-    start = time.perf_counter()
-    deadline = time.monotonic() + REQUEST_TIMEOUT * requests
-    for thread in threads:
-        thread.join(timeout=max(0.0, deadline - time.monotonic()))
-    result.seconds = time.perf_counter() - start
-    if any(thread.is_alive() for thread in threads):
-        result.errors.append("clients still waiting at the deadline")
-    return result
-
-
 def measure_pages(
-    port: int, paths: dict[str, str], *, clients: int, requests: int, solo: int
-) -> tuple[dict[str, Round], dict[str, Round]]:
-    """Per page type: a round of `clients` concurrent clients, then one of a lone client.
+    port: int,
+    paths: dict[str, str],
+    *,
+    clients: int,
+    requests: int,
+    solo: int,
+    first: int,
+    database_url: str,
+) -> tuple[dict[str, Round], dict[str, Round], dict[str, Round]]:
+    """Per page type: a round of `clients` concurrent clients, one of a lone client, and
+    `first` first views after a new generation.
 
     The lone client's times are the page's own cost, without waiting behind other requests.
     """
-    rounds, alone = {}, {}
+    rounds, alone, fresh = {}, {}, {}
     for key, label, _ in PAGES:
         hammer(port, paths[key], clients=clients, requests=2)  # warm both workers
         rounds[key] = r = hammer(port, paths[key], clients=clients, requests=requests)
         alone[key] = hammer(port, paths[key], clients=1, requests=solo)
+        # The static file has no cached region: a new generation changes nothing for it.
+        views = first if key != "static" else 0
+        fresh[key] = first_views(port, paths[key], database_url, views)
         print(
             f"  {label:<28} {len(r.latencies_ms):>4} requests in {r.seconds:5.1f} s"
             + (f", {len(r.errors)} errors (first: {r.errors[0]})" if r.errors else "")
         )
-    return rounds, alone
+    return rounds, alone, fresh
 
 
 # --- the report ----------------------------------------------------------------------------
 
 
 def report(
-    server: str, rounds: dict[str, Round], alone: dict[str, Round], paths: dict[str, str]
+    server: str,
+    rounds: dict[str, Round],
+    alone: dict[str, Round],
+    fresh: dict[str, Round],
+    paths: dict[str, str],
 ) -> list[bool]:
     """Print one database's table; the verdicts of its targets."""
     floor = rounds["static"].latencies_ms
     floor95 = percentile(floor, 0.95) if floor else float("nan")
     print(f"\n{server}")
     print(
-        f"  {'page':<28}{'alone':>7}{'p50 ms':>8}{'p95 ms':>9}{'p95/floor':>11}{'req/s':>7}"
-        f"{'KB':>7}  {'target':<22}verdict"
+        f"  {'page':<28}{'alone':>7}{'1st':>7}{'p50 ms':>8}{'p95 ms':>9}{'p95/floor':>11}"
+        f"{'req/s':>7}{'KB':>7}  {'target':<22}verdict"
     )
     oks = []
 
@@ -320,6 +206,7 @@ def report(
         label: str,
         r: Round,
         solo: Round,
+        first: Round,
         targets: tuple[float | None, float | None],
         *,
         concurrent: bool = True,
@@ -330,6 +217,7 @@ def report(
             return
         p50, p95 = statistics.median(r.latencies_ms), percentile(r.latencies_ms, 0.95)
         solo50 = statistics.median(solo.latencies_ms) if solo.latencies_ms else float("nan")
+        first50 = f"{statistics.median(first.latencies_ms):.1f}" if first.latencies_ms else "-"
         ratio = p95 / floor95
         max_p95, max_ratio = targets
         shown, ok = [], not r.errors
@@ -340,25 +228,32 @@ def report(
             shown.append(f"<= {max_ratio:g}x")
             ok = ok and ratio <= max_ratio
         times = "floor" if r is rounds["static"] else f"{ratio:.1f}x" if concurrent else "-"
-        rate = len(r.latencies_ms) / r.seconds if r.seconds else 0
+        # One client's sequential first views have no rate worth the name.
+        rate = f"{len(r.latencies_ms) / r.seconds:.0f}" if r.seconds else "-"
         line = (
-            f"  {label:<28}{solo50:>7.1f}{p50:>8.1f}{p95:>9.1f}{times:>11}{rate:>7.0f}"
-            f"{r.size / 1024:>7.1f}"
+            f"  {label:<28}{solo50:>7.1f}{first50:>7}{p50:>8.1f}{p95:>9.1f}{times:>11}"
+            f"{rate:>7}{r.size / 1024:>7.1f}"
         )
         if shown:
             oks.append(ok)
             line += f"  {', '.join(shown):<22}{verdict(ok)}"
         print(line + (f"  ({len(r.errors)} errors)" if r.errors else ""))
 
+    nothing = Round()
     for key, label, targets in PAGES:
-        row(label, rounds[key], alone[key], targets)
+        row(label, rounds[key], alone[key], fresh[key], targets)
         if key == "long_eval":
             # The issue's case is one person opening the page: judge the lone client too.
             targets = (TARGET_P95_MS, None)
-            row("  the same, one client alone", alone[key], alone[key], targets, concurrent=False)
+            solo = alone[key]
+            row("  the same, one client alone", solo, solo, nothing, targets, concurrent=False)
+            # And the first of them after an import or a review, with nothing cached.
+            row(
+                "  the same, first view", fresh[key], fresh[key], nothing, targets, concurrent=False
+            )
     print(
-        "  alone: p50 ms of one client by itself; p50, p95, req/s: under the concurrent "
-        "clients; KB: the response body"
+        "  alone: p50 ms of one client by itself; 1st: its p50 on the first view after a new "
+        "generation;\n  p50, p95, req/s: under the concurrent clients; KB: the response body"
     )
     print("  pages: " + ", ".join(f"{k} {paths[k]}" for k in ("skill", "compare", "run")))
     return oks
@@ -381,12 +276,19 @@ def run_database(kind: str, workspaces: list[Path], base: Path, args: argparse.N
         paths = json.loads(out.read_text())
         server = "SQLite" if kind == "sqlite" else "PostgreSQL"
         print(f"  serving with gunicorn -w 2 --threads 4; {load_note()}")
-        with gunicorn(env, base / f"gunicorn-{kind}.log") as port:
-            rounds, alone = measure_pages(
-                port, paths, clients=args.clients, requests=args.requests, solo=args.solo
+        with gunicorn(env, base / f"gunicorn-{kind}.log", probe=STATIC_PATH) as port:
+            rounds, alone, fresh = measure_pages(
+                port,
+                paths,
+                clients=args.clients,
+                requests=args.requests,
+                solo=args.solo,
+                first=args.first,
+                database_url=url,
             )
         title = f"{server}: {args.clients} clients x {args.requests} requests per page"
-        return report(title + f", then 1 client x {args.solo}", rounds, alone, paths)
+        title += f", then 1 client x {args.solo}, then {args.first} first views"
+        return report(title, rounds, alone, fresh, paths)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -408,6 +310,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="S",
         help="DATABASE_CONN_MAX_AGE for the server (default: the settings' default, 60)",
     )
+    parser.add_argument(
+        "--first",
+        type=int,
+        default=5,
+        help="first views per page, each after a new generation (0: none)",
+    )
     parser.add_argument("--keep", type=Path, metavar="DIR", help="work in DIR and keep it")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--paths", type=Path, help=argparse.SUPPRESS)
@@ -415,8 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.paths:
         args.paths.write_text(json.dumps(page_paths()))
         return 0
-    if min(args.clients, args.requests, args.solo) < 1:
-        parser.error("--clients, --requests and --solo must be at least 1")
+    if min(args.clients, args.requests, args.solo) < 1 or args.first < 0:
+        parser.error("--clients, --requests and --solo must be at least 1, --first at least 0")
     # Unwind like Ctrl-C on SIGTERM, so the `finally` blocks stop gunicorn and drop the database.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
 

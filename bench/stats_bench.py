@@ -101,8 +101,31 @@ def bench_database(kind: str, base: Path, name: str) -> Iterator[str]:
     try:
         yield f"{POSTGRES}/{dbname}"
     finally:
-        with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as admin:
+        drop_database(dbname)
+
+
+def drop_database(dbname: str, attempts: int = 20) -> None:
+    """Drop a bench database, ending its connections.
+
+    FORCE refuses when an autovacuum worker (the superuser's, busy after a large import)
+    is on it; a plain DROP ends that worker itself, so it is tried next, a few times.
+    """
+    import psycopg
+
+    with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as admin:
+        try:
             admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+            return
+        except psycopg.errors.InsufficientPrivilege:
+            pass
+        for attempt in range(attempts):
+            try:
+                admin.execute(f'DROP DATABASE IF EXISTS "{dbname}"')
+                return
+            except psycopg.errors.ObjectInUse:
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(0.5)
 
 
 def manage(args: list[str], env: dict[str, str]) -> str:
