@@ -195,8 +195,6 @@ class Iteration(models.Model):
         ]
         indexes = [
             models.Index(fields=["skill", "generated_at"]),
-            # The cheap query that keys cached pages: count and latest save, per skill or all.
-            models.Index(fields=["skill", "updated_at"], name="iteration_skill_updated"),
         ]
 
     def __str__(self) -> str:
