@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .command import command_environment
+from runs.evaluating import sandbox
 
 GRADER = "diff_scope"
 BASELINE_REF = "refs/eval-magic/baseline"
@@ -27,14 +26,6 @@ PATCH_NAME = "diff.patch"
 #: diff.patch is cut here (with a marker line) so one runaway run cannot fill the disk.
 PATCH_CAP_BYTES = 1024 * 1024
 _STATUS = {"A": "added", "M": "modified", "D": "deleted", "T": "modified"}
-# Deterministic git: no user or system config (diff.noprefix, external diff, textconv…).
-_GIT_CONFIG = [
-    *("-c", "safe.directory=*"),
-    *("-c", "core.quotepath=off"),
-    *("-c", "core.autocrlf=false"),
-    *("-c", "core.fsmonitor=false"),
-    *("-c", "core.hooksPath=/dev/null"),
-]
 
 
 class DiffError(Exception):
@@ -55,28 +46,70 @@ class DiffMeasurement:
         return int(self.record["lines_added"]) + int(self.record["lines_removed"])
 
 
+#: What measure_diff runs, as one sandboxed shell: $1 the baseline ("": find it), $2 "copy"
+#: when the index was copied from the repository's own, $3 the scratch folder. One sandbox
+#: start instead of four: each costs ~16 ms, more than the diffing.
+_MEASURE = r"""
+set -e
+g() { git -c safe.directory='*' -c core.quotepath=off -c core.autocrlf=false \
+        -c core.fsmonitor=false -c core.hooksPath=/dev/null "$@"; }
+base=$1 copied=$2 out=$3
+if [ -z "$base" ]; then
+    base=$(g rev-parse --verify --quiet "refs/eval-magic/baseline^{commit}" || true)
+    [ -n "$base" ] || base=$(g rev-list --max-parents=0 HEAD | tail -n 1)
+fi
+[ -n "$base" ] || { echo "the task folder has no baseline commit" >&2; exit 3; }
+[ "$copied" = copy ] || g read-tree "$base"
+g add --all -- .
+set -- diff --cached --no-renames --no-ext-diff --no-textconv "$base"
+g "$@" --raw --numstat -z > "$out/raw"
+g "$@" -U0 --no-color --src-prefix=a/ --dst-prefix=b/ > "$out/patch"
+"""
+#: git's output goes to files, not through the sandbox's 1 MiB output budget.
+_GIT_LIMITS = sandbox.Limits(wall_seconds=120.0, cpu_seconds=120, output_bytes=64 * 1024)
+
+
 def measure_diff(task_dir: Path, *, baseline: str | None = None) -> DiffMeasurement:
-    """The task folder's changes against its baseline commit (DiffError when impossible)."""
+    """The task folder's changes against its baseline commit (DiffError when impossible).
+
+    git runs in the sandbox: the repository's config is the agent's to write, and `git add`
+    runs what it names (a clean filter, an fsmonitor hook), so it gets no more reach than
+    the agent's own commands had.
+    """
     if not (task_dir / ".git").exists():
         raise DiffError(f"{task_dir} is not a git repository")
-    with tempfile.TemporaryDirectory(prefix="evalsite-diff-") as scratch:
-        env = _git_environment(Path(scratch) / "index", task_dir=task_dir)
-        git = _Git(task_dir, env)
-        base = baseline or git.baseline()
+    with tempfile.TemporaryDirectory(prefix="evalsite-diff-") as scratch_dir:
+        scratch = Path(scratch_dir)
+        env = _git_environment(scratch / "index", task_dir=task_dir)
         own_index = task_dir / ".git" / "index"
-        if baseline and own_index.is_file() and not _agent_used_git(task_dir):
+        copied = bool(baseline) and own_index.is_file() and not _agent_used_git(task_dir)
+        if copied:
             # The repository's index still is the baseline's: copying it spares a git process.
             shutil.copyfile(own_index, env["GIT_INDEX_FILE"])
-        else:
-            git.run("read-tree", base)
-        git.run("add", "--all", "--", ".")
-        diff = ["diff", "--cached", "--no-renames", "--no-ext-diff", "--no-textconv", base]
-        # Two diffs, not four: each git process costs more than the diffing itself. --raw
-        # gives each file's status and --numstat its line counts, in one NUL-separated list;
-        # the zero-context patch (eval-magic's hunks) is both diff.patch and the hunk count.
-        raw_and_numstat = git.run(*diff, "--raw", "--numstat", "-z")
-        patch = git.run(*diff, "-U0", "--no-color", "--src-prefix=a/", "--dst-prefix=b/")
-        zero_context = patch
+        try:
+            done = sandbox.run(
+                [
+                    "sh",
+                    "-c",
+                    _MEASURE,
+                    "measure",
+                    baseline or "",
+                    "copy" if copied else "",
+                    str(scratch),
+                ],
+                folder=task_dir,
+                env=env,
+                limits=_GIT_LIMITS,
+                binds=[(scratch, scratch)],
+                unsafe=sandbox.is_unsandboxed(),
+            )
+        except (OSError, sandbox.SandboxError) as exc:
+            raise DiffError(f"could not run git: {exc}") from None
+        if done.returncode != 0:
+            lines = done.stderr.strip().splitlines()
+            raise DiffError(f"git failed: {lines[-1] if lines else done.limit or done.returncode}")
+        raw_and_numstat = _read(scratch / "raw")
+        patch = zero_context = _read(scratch / "patch")
 
     kinds, counts = _parse_raw_numstat(raw_and_numstat)
     files = [
@@ -159,40 +192,9 @@ def _result(assertion_id: str, passed: bool, evidence: str, confidence: float) -
     }
 
 
-class _Git:
-    def __init__(self, folder: Path, env: dict[str, str]) -> None:
-        self.folder = folder
-        self.env = env
-
-    def run(self, *args: str) -> str:
-        try:
-            done = subprocess.run(
-                ["git", *_GIT_CONFIG, *args],
-                cwd=self.folder,
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                check=False,
-            )
-        except OSError as exc:
-            raise DiffError(f"could not run git: {exc}") from None
-        if done.returncode != 0:
-            message = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
-            raise DiffError(f"git {args[0]} failed: {message[-1] if message else done.returncode}")
-        return done.stdout.decode("utf-8", errors="replace")
-
-    def baseline(self) -> str:
-        """The marked baseline ref when there is one, else the first commit of HEAD."""
-        try:
-            return self.run(
-                "rev-parse", "--verify", "--quiet", f"{BASELINE_REF}^{{commit}}"
-            ).strip()
-        except DiffError:
-            pass
-        roots = self.run("rev-list", "--max-parents=0", "HEAD").split()
-        if not roots:
-            raise DiffError("the task folder has no baseline commit")
-        return roots[-1]
+def _read(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return handle.read().decode("utf-8", errors="replace")
 
 
 def _agent_used_git(task_dir: Path) -> bool:
@@ -205,13 +207,8 @@ def _agent_used_git(task_dir: Path) -> bool:
 
 
 def _git_environment(index: Path, *, task_dir: Path) -> dict[str, str]:
-    # The repository's own config is the agent's to write, and `git add` runs what it names
-    # (clean filters, fsmonitor): git gets no more than the agent's own commands had —
-    # no secrets — and no GIT_* variable pointing it elsewhere.
-    env = {
-        name: value for name, value in command_environment().items() if not name.startswith("GIT_")
-    }
-    env.update(
+    """The sandbox's allow-list, plus what makes git deterministic and keeps it here."""
+    return sandbox.allowed_environment(
         {
             "GIT_INDEX_FILE": str(index),
             "GIT_CONFIG_NOSYSTEM": "1",
@@ -219,9 +216,9 @@ def _git_environment(index: Path, *, task_dir: Path) -> dict[str, str]:
             # Never fall through to a repository the task folder happens to sit in.
             "GIT_CEILING_DIRECTORIES": str(task_dir.resolve().parent),
             "LC_ALL": "C",
-        }
+        },
+        home=task_dir,
     )
-    return env
 
 
 def _parse_raw_numstat(output: str) -> tuple[dict[str, str], dict[str, tuple[int, int]]]:

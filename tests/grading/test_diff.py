@@ -159,14 +159,22 @@ def test_a_huge_patch_is_capped_with_a_marker(
     assert measurement.record["lines_added"] == 1000  # the counts are not capped
 
 
-def test_commands_the_agent_planted_in_git_config_never_see_secrets(
+def test_commands_the_agent_planted_in_git_config_run_sandboxed(
     task_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-must-not-leak")
-    seen = tmp_path / "seen-env.txt"
-    git(task_dir, "config", "filter.leak.clean", f"env >> {seen}; cat")
+    outside = tmp_path / "seen-env.txt"
+    inside = task_dir / ".git" / "seen-env.txt"  # writable to it, never counted as a change
+    git(
+        task_dir,
+        "config",
+        "filter.leak.clean",
+        f"env >> {inside}; env >> {outside} 2>/dev/null; cat /proc/1/environ >> {inside}; cat",
+    )
     write(task_dir / ".gitattributes", "*.txt filter=leak\n")
     write(task_dir / "new.txt", "x\n")
+
     assert measure_diff(task_dir).record["files_touched"] == 2
-    assert seen.exists()  # the filter ran, as git would run it for the agent
-    assert "sk-ant-must-not-leak" not in seen.read_text()
+    assert inside.exists()  # the filter ran, as git would run it for the agent…
+    assert "sk-ant-must-not-leak" not in inside.read_text(errors="replace")
+    assert not outside.exists()  # …inside the sandbox: nothing outside the task folder
