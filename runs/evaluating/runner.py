@@ -171,6 +171,8 @@ class Runner:
             runevals={
                 "evals": [e.eval_id for e in plan.evals],
                 "harness_version": self.settings.harness.version,
+                # Read back on import: an unsandboxed campaign carries a validity warning.
+                "sandbox": self.settings.sandbox,
             },
         )
         _write_json(folder / "conditions.json", data)

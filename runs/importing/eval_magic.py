@@ -80,6 +80,12 @@ def read_iteration(
     )
     if benchmark:
         iteration.validity_warnings = list(benchmark.get("validity_warnings") or [])
+    runevals = conditions_doc.get("runevals")
+    if isinstance(runevals, dict) and runevals.get("sandbox") is False:
+        iteration.notices.append(
+            "runevals ran this iteration with --unsafe-no-sandbox: what the agents and the "
+            "command checks ran was not contained, and may have read this machine's secrets"
+        )
     if "skill-snapshot.md" in tree.files:
         iteration.skill_snapshot = jsonfiles.read_text(
             tree.files["skill-snapshot.md"], display=tree.shown("skill-snapshot.md")

@@ -3,6 +3,7 @@ layouts. Built the way eval-magic's and skill-creator's documentation describe t
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -658,3 +659,15 @@ def test_an_unreadable_file_is_one_line(tmp_path: Path, monkeypatch) -> None:
         import_workspace([folder])
 
     assert str(info.value) == f"{grading_json}: cannot be read: Permission denied"
+
+
+def test_an_iteration_runevals_ran_unsandboxed_carries_a_warning(tmp_path: Path) -> None:
+    folder = eval_magic_iteration(tmp_path / "ws")
+    conditions = folder / "conditions.json"
+    data = json.loads(conditions.read_text())
+    data["runevals"] = {"evals": ["alpha"], "sandbox": False}
+    conditions.write_text(json.dumps(data))
+
+    import_workspace([folder])
+
+    assert any("--unsafe-no-sandbox" in w for w in Iteration.objects.get().validity_warnings)
