@@ -1,6 +1,7 @@
 """runevals throughput against the fake Messages API (issue "runevals" targets).
 
     python bench/runevals_bench.py [--runs 40] [--delay 0.2] [--concurrency 8] [--check]
+                                   [--harness messages|claude-code]
 
 Two measurements, in one process, on a fresh SQLite database:
 
@@ -13,6 +14,11 @@ Two measurements, in one process, on a fresh SQLite database:
 
 The fake API runs in a process of its own, as the real one is remote: in-process, its
 threads would compete with runevals' for the interpreter and inflate both figures.
+
+With `--harness claude-code` each run is played by the Claude Code CLI (the claude-code
+extra), sandboxed, through evalsite's API proxy; its overhead per run is the CLI's start-up
+and the sandbox's, besides evalsite's own. Its targets are the messages harness's (for
+reference: the CLI is not evalsite's to speed up), so read them with `--check` off.
 """
 
 from __future__ import annotations
@@ -65,15 +71,20 @@ def make_skill(root: Path, evals: int) -> Path:
 
 
 def agent(request: Any) -> Any:
+    import re
+
     from tests.fakeapi import judge_verdict, reply, tool_use
 
     if request.forced_tool:
         return judge_verdict(True, "notes.md quotes the README", 0.9)
+    # The CLI's file tools take absolute paths; its prompt names the task folder.
+    found = re.search(r"Primary working directory: ([^\s\\]+)", json.dumps(request.messages))
+    root = f"{found.group(1)}/" if found else ""
     turn = request.assistant_turns
     if turn == 0:
-        return reply(tool_use("Read", {"file_path": "fixtures/README.md"}))
+        return reply(tool_use("Read", {"file_path": f"{root}fixtures/README.md"}))
     if turn == 1:
-        return reply(tool_use("Write", {"file_path": "notes.md", "content": "Notes.\n"}))
+        return reply(tool_use("Write", {"file_path": f"{root}notes.md", "content": "Notes.\n"}))
     return reply("Done.")
 
 
@@ -97,11 +108,13 @@ def serve(connection: Any, delay: float) -> None:
         connection.send(len(api.message_requests))
 
 
-def measure(skill: Path, *, delay: float, concurrency: int) -> Measurement:
+def measure(skill: Path, *, delay: float, concurrency: int, harness: str) -> Measurement:
     """Time one runevals invocation (in process, as cron runs it) against the fake API."""
     import anthropic
     from django.conf import settings
 
+    from runs.evaluating.claude_code import ClaudeCodeHarness
+    from runs.evaluating.harness import MessagesHarness
     from runs.evaluating.plan import make_plan
     from runs.evaluating.runner import Runner, Settings
 
@@ -113,10 +126,16 @@ def measure(skill: Path, *, delay: float, concurrency: int) -> Measurement:
         url = ours.recv()
         plan = make_plan(skill, agent_model="claude-sonnet-5-5", judge_model="claude-sonnet-5-5")
         client = anthropic.Anthropic(api_key="bench", base_url=url, max_retries=2)
+        # The CLI's proxy reaches the API as runevals' own client would: from the environment.
+        os.environ.update(ANTHROPIC_API_KEY="bench", ANTHROPIC_BASE_URL=url)
         runner = Runner(
             plan,
             client,
-            Settings(workspace=Path(settings.EVALSITE_WORKSPACE_DIR), concurrency=concurrency),
+            Settings(
+                workspace=Path(settings.EVALSITE_WORKSPACE_DIR),
+                concurrency=concurrency,
+                harness=ClaudeCodeHarness() if harness == "claude-code" else MessagesHarness(),
+            ),
         )
         started = time.perf_counter()
         result = runner.run()
@@ -137,6 +156,7 @@ def main() -> int:
     parser.add_argument("--delay", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--harness", choices=["messages", "claude-code"], default="messages")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="evalsite-runevals-bench-"))
@@ -154,15 +174,17 @@ def main() -> int:
     call_command("migrate", verbosity=0)
     skill = make_skill(work, max(1, args.runs // 2))
 
-    measure(make_skill(work / "warm-up", 1), delay=0.0, concurrency=1)  # imports, TLS setup
-    loaded = measure(skill, delay=args.delay, concurrency=args.concurrency)
+    harness = args.harness
+    # Imports, TLS set-up (and the CLI's first start, from a cold page cache).
+    measure(make_skill(work / "warm-up", 1), delay=0.0, concurrency=1, harness=harness)
+    loaded = measure(skill, delay=args.delay, concurrency=args.concurrency, harness=harness)
     ideal = loaded.calls * args.delay / args.concurrency
     ratio = loaded.seconds / ideal if ideal else float("nan")
-    quiet = measure(skill, delay=0.0, concurrency=1)
+    quiet = measure(skill, delay=0.0, concurrency=1, harness=harness)
 
     print(
-        f"nproc {os.cpu_count()}, {loaded.runs} runs, {loaded.calls} API calls, "
-        f"delay {args.delay}s, concurrency {args.concurrency}"
+        f"nproc {os.cpu_count()}, harness {harness}, {loaded.runs} runs, {loaded.calls} API "
+        f"calls, delay {args.delay}s, concurrency {args.concurrency}"
     )
     rows = [
         (

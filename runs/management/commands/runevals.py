@@ -16,7 +16,9 @@ import anthropic
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from runs.evaluating import claude_code
 from runs.evaluating.folders import LockHeld
+from runs.evaluating.harness import MessagesHarness
 from runs.evaluating.plan import PlanError, make_plan
 from runs.evaluating.report import iteration_report
 from runs.evaluating.runner import Runner, RunOutcome, Settings
@@ -46,6 +48,13 @@ class Command(BaseCommand):
         parser.add_argument("--judge-model", default=settings.EVALSITE_JUDGE_MODEL)
         parser.add_argument("--responder-model", default=None)
         parser.add_argument("--concurrency", type=int, default=4)
+        parser.add_argument(
+            "--harness",
+            choices=["claude-code", "messages"],
+            default="claude-code" if claude_code.available() else "messages",
+            help="claude-code: the Claude Code CLI of the claude-code extra (the default where "
+            "it is installed); messages: evalsite's own agent over the Messages API",
+        )
         parser.add_argument("--resume", action="store_true", help="finish an interrupted run")
         parser.add_argument(
             "--dry-run", action="store_true", help="validate and print the plan; call nothing"
@@ -106,6 +115,16 @@ class Command(BaseCommand):
                 "pass --unsafe-no-sandbox to run them without the sandbox",
                 returncode=COULD_NOT_RUN,
             )
+        if options["harness"] == "claude-code" and not claude_code.available():
+            raise CommandError(
+                "--harness claude-code needs the extra: pip install -e '.[claude-code]'",
+                returncode=COULD_NOT_RUN,
+            )
+        harness = (
+            claude_code.ClaudeCodeHarness()
+            if options["harness"] == "claude-code"
+            else MessagesHarness()
+        )
         # With --json, stdout carries only the JSON; progress goes to stderr.
         self.log = self.stderr if options["json"] else self.stdout
         client = anthropic.Anthropic(
@@ -123,6 +142,7 @@ class Command(BaseCommand):
                     keep_env=options["keep_env"],
                     responder_model=options["responder_model"],
                     sandbox=not unsafe,
+                    harness=harness,
                 ),
                 progress=self._progress,
             )

@@ -1,0 +1,451 @@
+"""A local forwarding endpoint between an agent CLI and the Anthropic API.
+
+The agent's process never holds the API key: it is given a per-run placeholder key and the
+address of this proxy, which checks the placeholder, swaps in the real key, forwards the
+request to the real API (`ANTHROPIC_BASE_URL`, else https://api.anthropic.com) and streams the
+answer back unchanged. Because every call passes through here, this is also where a run's
+budget holds: once its `max_calls` calls are answered (or its tokens spent) the next call is
+refused with a 400 that says so and tells the client not to retry. A call the API failed
+(a 429, a 5xx, a dropped connection) costs nothing and is the client's to retry, as the
+messages harness counts only answered calls.
+
+It listens on a Unix socket (a file that can be bind-mounted into a sandbox whose network is
+unshared) or, without one, on 127.0.0.1 at a free port.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import secrets
+import socket
+import socketserver
+import ssl
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+DEFAULT_UPSTREAM = "https://api.anthropic.com"
+PLACEHOLDER_PREFIX = "evalsite-run-"
+#: The paths an agent CLI needs; anything else (files, batches, admin) is not forwarded.
+FORWARDED_PATHS = ("/v1/messages", "/v1/models")
+# Hop-by-hop headers (RFC 9110 §7.6.1), the credentials, and the ones set here.
+# fmt: off
+_NOT_FORWARDED = frozenset((
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
+    "transfer-encoding", "upgrade", "host", "content-length", "x-api-key", "authorization",
+    "accept-encoding",
+))
+# fmt: on
+_CHUNK = 64 * 1024
+
+
+@dataclass
+class Tally:
+    """What one placeholder key's calls cost, as the API reported it."""
+
+    calls: int = 0  # POST /v1/messages the API answered with a 2xx
+    input: int = 0
+    output: int = 0
+    cache_creation: int = 0
+    cache_read: int = 0
+    requests: int = 0  # every request that came with this key, refused ones included
+    refused: int = 0
+    upstream_seconds: float = 0.0  # waiting on the API, first byte sent to last byte read
+
+    @property
+    def tokens(self) -> int:
+        """Input + output + cache creation + cache read, as SPEC §6 counts a run's tokens."""
+        return self.input + self.output + self.cache_creation + self.cache_read
+
+
+@dataclass
+class Lease:
+    """One run's placeholder key and budget."""
+
+    key: str
+    max_calls: int
+    token_budget: int
+    tally: Tally = field(default_factory=Tally)
+    #: Why the last call was refused (the budget), None while none was.
+    refusal: str | None = None
+
+    def over_budget(self) -> str | None:
+        if self.tally.calls >= self.max_calls:
+            return f"the run's budget of {self.max_calls} API calls is used up"
+        if self.tally.tokens >= self.token_budget:
+            return f"the run's budget of {self.token_budget} tokens is used up"
+        return None
+
+
+class ApiProxy:
+    """The forwarding endpoint; a context manager. Thread-safe: runs lease keys concurrently."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        upstream: str | None = None,
+        socket_path: Path | None = None,
+        timeout: float = 600.0,
+    ) -> None:
+        self.api_key = api_key
+        self.upstream = urlsplit((upstream or DEFAULT_UPSTREAM).rstrip("/"))
+        if self.upstream.scheme not in ("http", "https") or not self.upstream.hostname:
+            raise ValueError(f"ANTHROPIC_BASE_URL {upstream!r} is not an http(s) URL")
+        self.socket_path = socket_path
+        self.timeout = timeout
+        self._leases: dict[str, Lease] = {}
+        self._lock = threading.Lock()
+        self._server: _UnixServer | _TcpServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # keys
+    def lease(self, *, max_calls: int, token_budget: int) -> Lease:
+        """A fresh placeholder key for one run, valid here only, until released."""
+        lease = Lease(PLACEHOLDER_PREFIX + secrets.token_urlsafe(18), max_calls, token_budget)
+        with self._lock:
+            self._leases[lease.key] = lease
+        return lease
+
+    def release(self, lease: Lease) -> None:
+        with self._lock:
+            self._leases.pop(lease.key, None)
+
+    def _find(self, key: str | None) -> Lease | None:
+        with self._lock:
+            return self._leases.get(key or "")
+
+    def _admit(self, lease: Lease, *, is_call: bool) -> str | None:
+        """Count the request; the reason when the lease's budget refuses it."""
+        with self._lock:
+            lease.tally.requests += 1
+            refusal = lease.over_budget() if is_call else None
+            if refusal:
+                lease.tally.refused += 1
+                lease.refusal = refusal
+            return refusal
+
+    def _record(self, lease: Lease, status: int, usage: dict[str, int], seconds: float) -> None:
+        """Count an answered call and what the API says it cost."""
+        with self._lock:
+            tally = lease.tally
+            tally.upstream_seconds += seconds
+            if not 200 <= status < 300:
+                return
+            tally.calls += 1
+            tally.input += usage.get("input_tokens", 0)
+            tally.output += usage.get("output_tokens", 0)
+            tally.cache_creation += usage.get("cache_creation_input_tokens", 0)
+            tally.cache_read += usage.get("cache_read_input_tokens", 0)
+
+    # lifecycle
+    @property
+    def url(self) -> str:
+        """The TCP address to give a client (for a proxy without a socket path)."""
+        assert isinstance(self._server, _TcpServer), "a TCP proxy, started"
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def start(self) -> ApiProxy:
+        if self.socket_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.socket_path.unlink()
+            self._server = _UnixServer(str(self.socket_path), _Handler)
+        else:
+            self._server = _TcpServer(("127.0.0.1", 0), _Handler)
+        self._server.proxy = self
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            # stop() waits for the loop to notice: a short poll keeps a run's end prompt.
+            kwargs={"poll_interval": 0.01},
+            name="apiproxy",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is None:
+            return
+        self._server.shutdown()
+        self._server.close_connections()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self.socket_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.socket_path.unlink()
+        self._server = None
+
+    def __enter__(self) -> ApiProxy:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def connection(self) -> http.client.HTTPConnection:
+        """A new connection to the upstream API."""
+        host = self.upstream.hostname or ""
+        if self.upstream.scheme == "https":
+            return http.client.HTTPSConnection(
+                host,
+                self.upstream.port or 443,
+                timeout=self.timeout,
+                context=ssl.create_default_context(),
+            )
+        return http.client.HTTPConnection(host, self.upstream.port or 80, timeout=self.timeout)
+
+
+class _Connections:
+    """Client connections tracked so that stop() can cut the ones still open."""
+
+    proxy: ApiProxy
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._open: set[Any] = set()
+        self._open_lock = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        try:
+            super().process_request_thread(request, client_address)  # type: ignore[misc]
+        finally:
+            with self._open_lock:
+                self._open.discard(request)
+
+    def close_connections(self) -> None:
+        with self._open_lock:
+            open_now = list(self._open)
+        for request in open_now:
+            with contextlib.suppress(OSError):
+                request.shutdown(socket.SHUT_RDWR)
+
+
+class _TcpServer(_Connections, socketserver.ThreadingMixIn, HTTPServer):
+    pass
+
+
+class _UnixServer(_Connections, socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: the CLI reuses its connections
+    server: _UnixServer | _TcpServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def address_string(self) -> str:
+        return "unix" if isinstance(self.client_address, str | bytes) else super().address_string()
+
+    def setup(self) -> None:
+        # Without TCP_NODELAY each answer waits on the client's delayed ACK; a Unix socket
+        # has no such option.
+        self.disable_nagle_algorithm = isinstance(self.server, _TcpServer)
+        super().setup()
+        self._upstream: http.client.HTTPConnection | None = None
+
+    def finish(self) -> None:
+        if self._upstream is not None:
+            self._upstream.close()
+        super().finish()
+
+    def do_GET(self) -> None:
+        self._forward()
+
+    def do_POST(self) -> None:
+        self._forward()
+
+    def _forward(self) -> None:
+        proxy = self.server.proxy
+        body = self._read_body()
+        path = self.path.split("?", 1)[0]
+        lease = proxy._find(_key_of(self.headers))
+        if lease is None:
+            self._answer(401, "authentication_error", "evalsite proxy: unknown or expired key")
+            return
+        if not any(path == p or path.startswith(p + "/") for p in FORWARDED_PATHS):
+            proxy._admit(lease, is_call=False)
+            self._answer(404, "not_found_error", f"evalsite proxy: {path} is not forwarded")
+            return
+        is_call = self.command == "POST" and path == "/v1/messages"
+        refusal = proxy._admit(lease, is_call=is_call)
+        if refusal:
+            self._answer(400, "invalid_request_error", f"evalsite proxy: {refusal}")
+            return
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in _NOT_FORWARDED}
+        headers["x-api-key"] = proxy.api_key
+        # Uncompressed, so the usage in the answer can be read as it streams past.
+        headers["accept-encoding"] = "identity"
+        target = proxy.upstream.path + self.path
+        started = time.monotonic()
+        try:
+            response = self._send_upstream(self.command, target, body, headers)
+        except (OSError, http.client.HTTPException) as exc:
+            self._drop_upstream()
+            message = f"evalsite proxy: the API is unreachable ({exc})"
+            self._answer(502, "api_error", message, retry=True)
+            return
+        meter = _UsageMeter(response.getheader("content-type") or "")
+        try:
+            self._relay(response, meter)
+        finally:
+            if is_call:
+                status = response.status if meter.complete else 0
+                proxy._record(lease, status, meter.usage(), time.monotonic() - started)
+
+    def _read_body(self) -> bytes:
+        if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
+            parts = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return b"".join(parts)
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("content-length") or 0))
+
+    def _send_upstream(
+        self, method: str, target: str, body: bytes, headers: dict[str, str]
+    ) -> http.client.HTTPResponse:
+        """The upstream's answer, over this client connection's own upstream connection.
+
+        A kept-alive connection the API has meanwhile closed fails at once; that one attempt
+        is repeated on a fresh connection (as urllib3 does), anything else is the caller's.
+        """
+        reused = self._upstream is not None
+        if self._upstream is None:
+            self._upstream = self.server.proxy.connection()
+        try:
+            self._upstream.request(method, target, body=body or None, headers=headers)
+            return self._upstream.getresponse()
+        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+            self._drop_upstream()
+            if not reused:
+                raise
+            return self._send_upstream(method, target, body, headers)
+
+    def _drop_upstream(self) -> None:
+        """Forget the upstream connection: after a failure it cannot carry another request."""
+        if self._upstream is not None:
+            self._upstream.close()
+            self._upstream = None
+
+    def _relay(self, response: http.client.HTTPResponse, meter: _UsageMeter) -> None:
+        self.send_response_only(response.status, response.reason)
+        length = response.getheader("content-length")
+        for name, value in response.getheaders():
+            if name.lower() not in _NOT_FORWARDED:
+                self.send_header(name, value)
+        if length is not None:
+            self.send_header("content-length", length)
+        else:
+            self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        completed = False
+        try:
+            while chunk := response.read1(_CHUNK):
+                meter.feed(chunk)
+                if length is None:
+                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                else:
+                    self.wfile.write(chunk)
+                self.wfile.flush()
+            if length is None:
+                self.wfile.write(b"0\r\n\r\n")
+            # read1 does not mark a response with a length read to its end as done; until
+            # it is, the connection refuses the next request.
+            response.close()
+            completed = meter.complete = True
+        finally:
+            if not completed:
+                # Half a response relayed: neither connection can carry another request.
+                self.close_connection = True
+            if not completed or response.will_close:
+                self._drop_upstream()
+
+    def _answer(self, status: int, kind: str, message: str, *, retry: bool = False) -> None:
+        """An error of the proxy's own, in the API's shape."""
+        body = json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
+        self.send_response_only(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        # Stainless clients (the CLI's included) honour this: a refusal is final, an
+        # unreachable API worth another try.
+        self.send_header("x-should-retry", "true" if retry else "false")
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def _key_of(headers: Any) -> str | None:
+    key = headers.get("x-api-key")
+    if key:
+        return key.strip()
+    authorization = headers.get("authorization") or ""
+    scheme, _, token = authorization.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else None
+
+
+class _UsageMeter:
+    """The token usage of one answer, read from its server-sent events or its JSON body.
+
+    A stream's message_start carries the input and cache counts, and its message_delta events
+    the cumulative output count (today's API repeats the input counts there too); the last
+    value of each field is the answer's.
+    """
+
+    MAX_JSON = 8 * 1024 * 1024
+
+    def __init__(self, content_type: str) -> None:
+        self.streaming = content_type.startswith("text/event-stream")
+        #: Whether the whole answer was relayed (a cut one is a failed call).
+        self.complete = False
+        self._buffer = b""
+        self._usage: dict[str, int] = {}
+
+    def feed(self, chunk: bytes) -> None:
+        if not self.streaming:
+            if len(self._buffer) < self.MAX_JSON:
+                self._buffer += chunk
+            return
+        self._buffer += chunk
+        *lines, self._buffer = self._buffer.split(b"\n")
+        for line in lines:
+            if line.startswith(b"data:"):
+                self._event(line[5:].strip())
+
+    def _event(self, data: bytes) -> None:
+        try:
+            event = json.loads(data)
+        except ValueError:
+            return
+        if not isinstance(event, dict):
+            return
+        if event.get("type") == "message_start":
+            self._take((event.get("message") or {}).get("usage"))
+        elif event.get("type") == "message_delta":
+            self._take(event.get("usage"))
+
+    def _take(self, usage: Any) -> None:
+        if isinstance(usage, dict):
+            for name, value in usage.items():
+                if isinstance(value, int):
+                    self._usage[name] = value
+
+    def usage(self) -> dict[str, int]:
+        if not self.streaming and self._buffer:
+            with contextlib.suppress(ValueError, AttributeError):
+                self._take(json.loads(self._buffer).get("usage"))
+            self._buffer = b""
+        return self._usage

@@ -1,0 +1,270 @@
+"""The claude-code harness: one run's conversation, each round one sandboxed CLI process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import threading
+import uuid
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from grading.graders.rustregex import rust_search
+
+from .. import sandbox
+from ..agent import AgentResult, Conversation
+from ..apiproxy import ApiProxy, Lease
+from ..harness import Dispatch
+from ..tools import TaskFolder, Toolbox
+from .cli import (
+    ALLOWED_TOOLS,
+    ENVIRONMENT,
+    NAME,
+    PERMISSION_MODE,
+    SETTING_SOURCES,
+    ClaudeCodeError,
+    cli_arguments,
+    cli_path,
+    cli_version,
+)
+from .findings import skill_shadow, surface
+from .staging import stage_skill
+from .stream import drain, read_events, round_summary, transcribe
+
+#: A round (one CLI process) that runs longer than this is killed and the run errored.
+ROUND_SECONDS = 30 * 60
+_USAGE = ("calls", "input", "output", "cache_creation", "cache_read")
+
+
+class ClaudeCodeHarness:
+    """Plays each run with the Claude Code CLI; one instance serves concurrent runs."""
+
+    name = NAME
+
+    def __init__(
+        self,
+        *,
+        cli: Path | None = None,
+        unsafe: bool | None = None,
+        round_seconds: float = ROUND_SECONDS,
+    ) -> None:
+        found = cli or cli_path()
+        if found is None:
+            raise ClaudeCodeError("claude-code needs the extra: pip install -e '.[claude-code]'")
+        self.cli = found
+        self.version = cli_version(found)
+        #: None: as runevals was told (--unsafe-no-sandbox sets sandbox.unsandboxed).
+        self.unsafe = unsafe
+        self.round_seconds = round_seconds
+
+    @property
+    def sandboxed(self) -> bool:
+        return not (sandbox.is_unsandboxed() if self.unsafe is None else self.unsafe)
+
+    def run(self, dispatch: Dispatch) -> AgentResult:
+        home = dispatch.env.with_name(dispatch.env.name + ".home")
+        # Unix socket paths are limited to ~107 bytes, so the socket gets a short folder.
+        socket_dir = Path(tempfile.mkdtemp(prefix="evalsite-api-"))
+        try:
+            shutil.rmtree(home, ignore_errors=True)
+            (home / ".claude").mkdir(parents=True)
+            try:
+                staged = stage_skill(dispatch)
+            except (OSError, subprocess.CalledProcessError, tarfile.TarError) as exc:
+                raise ClaudeCodeError(f"could not stage the skill: {exc}") from None
+            # The same API, key and address as the runner's own client (runevals reads both
+            # from the environment); only the proxy ever holds the key.
+            proxy = ApiProxy(
+                api_key=os.environ.get("ANTHROPIC_API_KEY", ""),
+                upstream=os.environ.get("ANTHROPIC_BASE_URL"),
+                socket_path=socket_dir / "api.sock",
+            )
+            with proxy:
+                lease = proxy.lease(
+                    max_calls=dispatch.agent.max_calls, token_budget=dispatch.agent.token_budget
+                )
+                session = _Session(self, dispatch, home=home, socket=socket_dir, lease=lease)
+                try:
+                    return session.run(dispatch.case)
+                finally:
+                    session.sync_usage()
+                    artifacts(dispatch.result).update(session.artifacts(staged))
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+            shutil.rmtree(socket_dir, ignore_errors=True)
+
+
+def artifacts(result: AgentResult) -> dict[str, Any]:
+    """The run's extra files (name → JSON data), for the runner to write beside run.json."""
+    # A plain attribute until AgentResult declares the field.
+    if not isinstance(getattr(result, "artifacts", None), dict):
+        result.artifacts = {}  # type: ignore[attr-defined]
+    return result.artifacts  # type: ignore[attr-defined]
+
+
+class _Session(Conversation):
+    """The messages harness's conversation, with each round played by one CLI process.
+
+    `Conversation._play` decides what follows a round (scripted turns, the responder,
+    stopping); here `_say` remembers the next prompt and `_round` plays it.
+    """
+
+    def __init__(
+        self,
+        harness: ClaudeCodeHarness,
+        dispatch: Dispatch,
+        *,
+        home: Path,
+        socket: Path,
+        lease: Lease,
+    ) -> None:
+        super().__init__(
+            dispatch.client,
+            dispatch.agent,
+            system="",
+            tools=[],
+            toolbox=Toolbox(TaskFolder(dispatch.env)),  # unused: the CLI runs the tools
+            matches=rust_search,
+            result=dispatch.result,
+        )
+        self.harness = harness
+        self.dispatch = dispatch
+        self.home = home
+        self.socket = socket
+        self.lease = lease
+        self.session_id = str(uuid.uuid4())
+        self.rounds: list[dict[str, Any]] = []
+        self.surfaces: list[dict[str, Any]] = []
+        self.loaded_from: list[str] = []
+        self._pending = ""
+        self._synced = dict.fromkeys(_USAGE, 0)
+        self._api_seconds = 0.0
+
+    def _say(self, text: str, round_: int, origin: dict[str, Any] | None = None) -> None:
+        super()._say(text, round_, origin)
+        self._pending = text
+
+    def _round(self, round_: int) -> list[str] | None:
+        """Play one round; the assistant's texts, None when the run's budget ran out."""
+        if self._out_of_budget():
+            return None
+        events = self._play_round(round_)
+        self.sync_usage()
+        read = transcribe(events, round_=round_, result=self.result, event=self._event)
+        if read.init is not None:
+            self.surfaces.append(surface(round_, read.init))
+        self.loaded_from += read.loaded_from
+        if read.result is None:  # (never: _play_round refuses a round without one)
+            raise ClaudeCodeError(f"round {round_}: the CLI ended without a result")
+        self.rounds.append(round_summary(round_, read.result))
+        if read.result.get("is_error"):
+            if self.lease.refusal:
+                return None  # the proxy refused a call: the run's budget is spent
+            status = read.result.get("api_error_status")
+            said = " ".join(str(read.result.get("result") or read.result.get("subtype")).split())
+            raise ClaudeCodeError(
+                f"round {round_}: {said[:300]}" + (f" (API status {status})" if status else "")
+            )
+        return read.texts
+
+    def _play_round(self, round_: int) -> list[dict[str, Any]]:
+        """Run the CLI for one round, sandboxed; its stream-json events."""
+        seconds = self.harness.round_seconds
+        limits = sandbox.Limits(wall_seconds=seconds, cpu_seconds=int(seconds))
+        session = ["--session-id" if round_ == 1 else "--resume", self.session_id]
+        argv = cli_arguments(
+            self.harness.cli,
+            model=self.dispatch.agent.model,
+            session=session,
+            prompt=self._pending,
+            env=self.dispatch.env,
+        )
+        bundled = self.harness.cli.parent
+        try:
+            process = sandbox.spawn(
+                argv,
+                folder=self.dispatch.env,
+                env=self._environment(),
+                limits=limits,
+                binds=[(self.home, self.home)],
+                ro_binds=[(self.socket, self.socket), (bundled, bundled)],
+                unsafe=not self.harness.sandboxed,
+                stdin=subprocess.DEVNULL,
+            )
+        except sandbox.SandboxError as exc:
+            raise ClaudeCodeError(f"round {round_}: {exc}") from None
+        errors: deque[str] = deque(maxlen=20)
+        reader = threading.Thread(target=drain, args=(process.stderr, errors), daemon=True)
+        reader.start()
+        try:
+            events = list(read_events(process.stdout))
+            process.wait()
+        finally:
+            sandbox.kill_tree(process)
+            reader.join(timeout=5)
+        if process.limit:
+            stopped = sandbox.describe(process.limit, limits)
+            raise ClaudeCodeError(f"round {round_}: the CLI was stopped: {stopped}")
+        if not any(e.get("type") == "result" for e in events):
+            detail = " ".join(" ".join(errors).split())[:300] or f"exit {process.returncode}"
+            raise ClaudeCodeError(f"round {round_}: the CLI ended without a result: {detail}")
+        return events
+
+    def _environment(self) -> dict[str, str]:
+        return sandbox.allowed_environment(
+            {
+                **ENVIRONMENT,
+                "CLAUDE_CONFIG_DIR": str(self.home / ".claude"),
+                "ANTHROPIC_UNIX_SOCKET": str(self.socket / "api.sock"),
+                # The socket carries the requests; the URL only names the Host header.
+                "ANTHROPIC_BASE_URL": "http://localhost",
+                "ANTHROPIC_API_KEY": self.lease.key,
+            },
+            home=self.home,
+        )
+
+    def sync_usage(self) -> None:
+        """Bring the run's usage up to what the proxy counted (the CLI's every call)."""
+        tally = self.lease.tally
+        usage = self.result.usage
+        for name in _USAGE:
+            now = getattr(tally, name)
+            setattr(usage, name, getattr(usage, name) + now - self._synced[name])
+            self._synced[name] = now
+        # The runner's client counts time spent waiting on the API (the benchmark's
+        # "own time" is the rest); the CLI's calls bypass it, so they are added here.
+        if hasattr(self.dispatch.client, "seconds"):
+            self.dispatch.client.seconds += tally.upstream_seconds - self._api_seconds
+        self._api_seconds = tally.upstream_seconds
+
+    def artifacts(self, staged: Path | None) -> dict[str, Any]:
+        tally = self.lease.tally
+        record = {
+            "harness": NAME,
+            "cli_version": self.harness.version,
+            "session_id": self.session_id,
+            "sandboxed": self.harness.sandboxed,
+            "isolation": {
+                "config_dir": "fresh per run",
+                "setting_sources": SETTING_SOURCES,
+                "strict_mcp_config": True,
+                "permission_mode": PERMISSION_MODE,
+                "allowed_tools": list(ALLOWED_TOOLS),
+            },
+            "api": {
+                "calls": tally.calls,
+                "tokens": tally.tokens,
+                "requests": tally.requests,
+                "refused": tally.refused,
+                "refusal": self.lease.refusal,
+            },
+            "rounds": self.rounds,
+        }
+        shadow = skill_shadow(
+            self.dispatch, staged=staged, surfaces=self.surfaces, loaded_from=self.loaded_from
+        )
+        return {"claude-code.json": record, "skill-shadow.json": shadow}
