@@ -79,6 +79,8 @@ class AgentResult:
     responder_outcome: dict[str, Any] | None = None
     usage: Usage = field(default_factory=Usage)
     duration_ms: int = 0
+    #: Files the harness keeps beside run.json (name → JSON data), written by the runner.
+    artifacts: dict[str, Any] = field(default_factory=dict)
 
     def conversation(self) -> dict[str, Any]:
         """conversation.json, valid against eval-magic's conversation schema."""

@@ -37,6 +37,8 @@ class Dispatch:
     client: MessagesClient
     #: Filled in as the run goes, so an errored run still says what it did and cost.
     result: AgentResult
+    #: The skill under test, in every condition: a harness looks for other copies of it.
+    skill_name: str = ""
 
 
 class Harness(Protocol):
@@ -47,6 +49,11 @@ class Harness(Protocol):
 
     def run(self, dispatch: Dispatch) -> AgentResult:
         """Play the eval's conversation; an API failure raises (the run is then errored)."""
+        ...
+
+    def finish_iteration(self, folder: Path) -> list[str]:
+        """Once every run is in: write the iteration's own findings files and return the
+        validity warnings they give (the importer reads eval-magic's findings files)."""
         ...
 
 
@@ -70,3 +77,6 @@ class MessagesHarness:
             result=dispatch.result,
         )
         return conversation.run(dispatch.case)
+
+    def finish_iteration(self, folder: Path) -> list[str]:
+        return []  # its tools refuse in the task folder itself; nothing to gather

@@ -252,6 +252,7 @@ class Runner:
             ),
             client=client,
             result=AgentResult(),
+            skill_name=self.plan.skill.name,
         )
         staging = folder / ".partial" / run.relpath
         if staging.exists():
@@ -291,6 +292,8 @@ class Runner:
                     "at": _now(),
                 },
             )
+        for name, data in agent.artifacts.items():
+            _write_json(staging / name, data)
         outcome.tokens, outcome.calls = agent.usage.total, agent.usage.calls
         _write_json(
             staging / "timing.json",
@@ -347,7 +350,9 @@ class Runner:
                 "baseline": self.plan.baseline_label,
             },
         )
-        benchmark["validity_warnings"] = validity_warnings(parsed)
+        warnings = validity_warnings(parsed)
+        found = self.settings.harness.finish_iteration(folder)
+        benchmark["validity_warnings"] = warnings + [w for w in found if w not in warnings]
         _write_json(folder / "benchmark.json", benchmark)
 
 

@@ -8,12 +8,17 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import jsonschema
 import pytest
 from django.core.management import CommandError, call_command
 
 from grading.models import Grading
+from runs.evaluating.agent import AgentResult
 from runs.evaluating.folders import SkillLock
+from runs.evaluating.harness import Dispatch, MessagesHarness
+from runs.evaluating.plan import make_plan
+from runs.evaluating.runner import Runner, Settings
 from runs.models import Iteration, Run
 from tests.factories import write_json
 from tests.fakeapi import (
@@ -119,8 +124,10 @@ def api(monkeypatch: pytest.MonkeyPatch):
 
 
 def runevals(*args: str) -> str:
+    """runevals with the messages harness: this file is about evalsite's own agent (the
+    claude-code harness, the default where its extra is installed, has test_claude_code)."""
     out = io.StringIO()
-    call_command("runevals", *args, stdout=out)
+    call_command("runevals", "--harness", "messages", *args, stdout=out)
     return out.getvalue()
 
 
@@ -491,3 +498,32 @@ def test_revision_mode_takes_the_old_skill_from_a_git_ref(tmp_path: Path, worksp
     assert any("- demo: Use when writing notes." in s for s in systems)  # old_skill, from HEAD
     assert any("- demo: Version two." in s for s in systems)  # new_skill, on disk
     assert Iteration.objects.get().baseline == "HEAD"
+
+
+class FindingHarness(MessagesHarness):
+    """The messages harness, plus a finding for the iteration and a file for each run."""
+
+    def run(self, dispatch: Dispatch) -> AgentResult:
+        result = super().run(dispatch)
+        result.artifacts["found.json"] = {"skill": dispatch.skill_name}
+        return result
+
+    def finish_iteration(self, folder: Path) -> list[str]:
+        return [f"found something in {folder.name}"]
+
+
+def test_what_a_harness_finds_reaches_the_runs_and_the_iterations_warnings(
+    tmp_path: Path, workspace: Path, api
+) -> None:
+    skill = make_skill(tmp_path, evals=EVALS[1:])
+    plan = make_plan(skill, runs=1, agent_model="claude-x", judge_model="claude-judge")
+    client = anthropic.Anthropic()
+
+    result = Runner(plan, client, Settings(workspace, harness=FindingHarness())).run()
+
+    found = json.loads(
+        (result.folder / "eval-second-eval" / "without_skill" / "found.json").read_text()
+    )
+    assert found == {"skill": "demo"}  # the control arm knows which skill is under test
+    iteration = Iteration.objects.get(skill__name="demo")
+    assert "found something in iteration-1" in iteration.validity_warnings

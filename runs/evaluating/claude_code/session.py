@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -31,7 +32,7 @@ from .cli import (
     cli_path,
     cli_version,
 )
-from .findings import skill_shadow, surface
+from .findings import permission_denials_report, skill_shadow, skill_shadow_warnings, surface
 from .staging import stage_skill
 from .stream import drain, read_events, round_summary, transcribe
 
@@ -96,6 +97,16 @@ class ClaudeCodeHarness:
         finally:
             shutil.rmtree(home, ignore_errors=True)
             shutil.rmtree(socket_dir, ignore_errors=True)
+
+    def finish_iteration(self, folder: Path) -> list[str]:
+        """Gather what the runs found: permission-denials.json (eval-magic's file, which the
+        importer reads) and the skill-shadow warnings of the whole iteration."""
+        number = int(folder.name.removeprefix("iteration-"))
+        if (denials := permission_denials_report(folder, number=number)) is not None:
+            (folder / "permission-denials.json").write_text(
+                json.dumps(denials, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
+        return skill_shadow_warnings(folder)
 
 
 def artifacts(result: AgentResult) -> dict[str, Any]:
