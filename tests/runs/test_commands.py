@@ -148,3 +148,18 @@ def test_the_env_file_reader_takes_what_shells_write_and_names_a_bad_line(tmp_pa
     env_file.write_text("A=1\nnot a pair\n")
     with pytest.raises(ImproperlyConfigured, match=r"\.env, line 2: expected KEY=value"):
         read_env_file(env_file)
+
+
+def test_the_progress_bar_redraws_in_place_and_only_for_long_work() -> None:
+    from django.core.management.base import OutputWrapper
+
+    from runs.management.progress import clear_progress, draw_progress
+
+    out = io.StringIO()
+    wrapper = OutputWrapper(out)
+    draw_progress(wrapper, 1, 3, "short")
+    assert out.getvalue() == ""
+    draw_progress(wrapper, 5, 10, "x" * 50)
+    assert out.getvalue() == "\r\033[K[" + "#" * 15 + "-" * 15 + "] 5/10 …" + "x" * 39
+    clear_progress(wrapper)
+    assert out.getvalue().endswith("\r\033[K")

@@ -8,9 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from runs.importing import ImportFailure, import_workspace
 from runs.importing.history import import_history
-
-#: Below this many folders the import is quick enough that a progress bar is only noise.
-PROGRESS_THRESHOLD = 10
+from runs.management.progress import clear_progress, draw_progress
 
 
 class Command(BaseCommand):
@@ -63,7 +61,7 @@ class Command(BaseCommand):
                 self.stdout.write("")
             raise CommandError(exc.message) from None
         if show_progress:
-            self.stdout.write("\r\033[K", ending="")
+            clear_progress(self.stdout)
         if options["verbosity"] > 0:
             self.stdout.write(report.summary())
             for line in report.details():
@@ -72,11 +70,4 @@ class Command(BaseCommand):
             raise CommandError(f"{len(report.rejected)} rejected: {report.rejected[0]}")
 
     def _progress(self, done: int, total: int, name: str) -> None:
-        if total < PROGRESS_THRESHOLD:
-            return
-        width = 30
-        filled = width * done // total
-        bar = "#" * filled + "-" * (width - filled)
-        shown = name if len(name) <= 40 else "…" + name[-39:]
-        self.stdout.write(f"\r\033[K[{bar}] {done}/{total} {shown}", ending="")
-        self.stdout.flush()
+        draw_progress(self.stdout, done, total, name)

@@ -19,10 +19,9 @@ from grading.regrading import (
     find_iteration,
     regrade_iteration,
 )
+from runs.management.progress import clear_progress, draw_progress
 
 COULD_NOT_RUN = 2
-#: Below this many runs a regrade is quick enough that a progress bar is only noise.
-PROGRESS_THRESHOLD = 10
 
 
 class Command(BaseCommand):
@@ -84,18 +83,11 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         finally:
             if show_progress:
-                self.stdout.write("\r\033[K", ending="")
+                clear_progress(self.stdout)
         if options["verbosity"] > 0:
             self.stdout.write(report.summary())
             for note in report.notes:
                 self.stdout.write(f"  {note}")
 
     def _progress(self, done: int, total: int, name: str) -> None:
-        if total < PROGRESS_THRESHOLD:
-            return
-        width = 30
-        filled = width * done // total
-        bar = "#" * filled + "-" * (width - filled)
-        shown = name if len(name) <= 40 else "…" + name[-39:]
-        self.stdout.write(f"\r\033[K[{bar}] {done}/{total} {shown}", ending="")
-        self.stdout.flush()
+        draw_progress(self.stdout, done, total, name)
