@@ -13,9 +13,11 @@ from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
+from django.core.management.base import OutputWrapper
 
 from evalsite.settings import read_env_file
 from grading.models import AssertionResult, Grading
+from runs.management.progress import clear_progress, draw_progress
 from runs.models import EvalCase, Iteration, Run, Skill
 from tests.factories import eval_magic_iteration
 
@@ -151,10 +153,6 @@ def test_the_env_file_reader_takes_what_shells_write_and_names_a_bad_line(tmp_pa
 
 
 def test_the_progress_bar_redraws_in_place_and_only_for_long_work() -> None:
-    from django.core.management.base import OutputWrapper
-
-    from runs.management.progress import clear_progress, draw_progress
-
     out = io.StringIO()
     wrapper = OutputWrapper(out)
     draw_progress(wrapper, 1, 3, "short")
