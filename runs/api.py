@@ -219,7 +219,7 @@ def _iterations_out(iterations: list[Iteration]) -> list[dict[str, Any]]:
 @paginate(Pagination)
 def list_skills(request: HttpRequest) -> Any:
     # The overview's rows: every skill's latest iteration and summary in a fixed number of
-    # queries (and cached), as the overview page shows them.
+    # queries, as the overview page shows them.
     return [_skill_out(row) for row in skill_rows()]
 
 
