@@ -110,11 +110,18 @@ def import_roots(
             "a promoted baseline, a skill-creator workspace or a skill folder)",
             path=roots[0].display if len(roots) == 1 else None,
         )
-    outer = transaction.atomic() if dry_run or not keep_going else nullcontext()
+    one_transaction = dry_run or not keep_going
     try:
-        with outer:
-            _Importer(report, keep_going=keep_going).run(units, progress)
-            Generation.objects.bump()  # in the import's transaction: pages show it at once
+        with transaction.atomic() if one_transaction else nullcontext():
+            try:
+                _Importer(report, keep_going=keep_going).run(units, progress)
+            finally:
+                if not one_transaction:
+                    # Each iteration committed on its own: whatever stops the rest, the
+                    # pages must show those.
+                    Generation.objects.bump()
+            if one_transaction:
+                Generation.objects.bump()  # in the import's transaction: shown at once
             if dry_run:
                 raise _Rollback
     except _Rollback:

@@ -445,7 +445,7 @@ class Writer:
             offset = len(iterations) + 1000
             Iteration.objects.filter(skill_id=skill_id).update(number=F("number") + offset)
             for position, iteration in enumerate(iterations, start=1):
-                # updated_at moves too: cached pages are keyed on it, and #2 is now #3.
+                # updated_at moves too: it is the iteration's "last changed", and #2 is now #3.
                 Iteration.objects.filter(pk=iteration.pk).update(
                     number=position, updated_at=timezone.now()
                 )
