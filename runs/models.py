@@ -200,6 +200,18 @@ class Iteration(models.Model):
     def __str__(self) -> str:
         return f"{self.skill.name} #{self.number} ({self.label})"
 
+    def eval_name(self, eval_id: str) -> str:
+        """What a person reads for one of its evals: its definition's name (skill-creator's
+        `eval_name`), else the id, which stays in URLs."""
+        name = (
+            EvalCase.objects.filter(runs__iteration=self, eval_id=eval_id)
+            .exclude(name="")
+            .order_by("-created_at")
+            .values_list("name", flat=True)
+            .first()
+        )
+        return name or eval_id
+
     def get_absolute_url(self) -> str:
         return reverse("runs:iteration", args=[self.skill.name, self.number])
 

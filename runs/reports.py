@@ -56,6 +56,8 @@ class EvalRow:
     #: The definition's tags, and whether it expects the skill not to trigger.
     tags: list[str] = field(default_factory=list)
     negative: bool = False
+    #: What a person reads: the definition's name (skill-creator's `eval_name`), else the id.
+    name: str = ""
 
     @property
     def failures(self) -> bool:
@@ -137,12 +139,14 @@ def iteration_detail(iteration: Iteration) -> IterationDetail:
     previous_scores: dict[str, float] = {}
     if previous and (prev := summaries[previous.pk]).treatment and prev.treatment.score:
         previous_scores = dict(prev.treatment.score.per_eval)
-    # eval id → (tags, negative) of its definition; the latest version wins, as before.
+    # eval id → (tags, negative, name) of its definition; the latest version wins, as before.
     cases = {
-        eval_id: (list(tags), not should_trigger)
-        for eval_id, tags, should_trigger in EvalCase.objects.filter(runs__iteration=iteration)
+        eval_id: (list(tags), not should_trigger, name or eval_id)
+        for eval_id, tags, should_trigger, name in EvalCase.objects.filter(
+            runs__iteration=iteration
+        )
         .order_by("eval_id", "created_at")
-        .values_list("eval_id", "tags", "skill_should_trigger")
+        .values_list("eval_id", "tags", "skill_should_trigger", "name")
         .distinct()
     }
     rows = []
@@ -151,7 +155,7 @@ def iteration_detail(iteration: Iteration) -> IterationDetail:
         by_name = {c.condition: c for c in row_cells}
         t = by_name[treatment].score if treatment else None
         c = by_name[control].score if control else None
-        tags, negative = cases.get(eval_id, ([], False))
+        tags, negative, name = cases.get(eval_id, ([], False, eval_id))
         rows.append(
             EvalRow(
                 eval_id=eval_id,
@@ -163,6 +167,7 @@ def iteration_detail(iteration: Iteration) -> IterationDetail:
                 is_new=previous is not None and eval_id not in previous_scores,
                 tags=tags,
                 negative=negative,
+                name=name,
             )
         )
 
@@ -183,7 +188,7 @@ def iteration_detail(iteration: Iteration) -> IterationDetail:
             score = stats.repeated_run_score(samples, name, k=min(runs_per_eval))
             if score:
                 repeated[name] = score
-    tags = sorted({tag for tags, _ in cases.values() for tag in tags})
+    tags = sorted({tag for tags, _, _ in cases.values() for tag in tags})
     return IterationDetail(summary, previous, conditions, rows, classes, flaky, repeated, tags)
 
 

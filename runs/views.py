@@ -216,6 +216,7 @@ def eval_page(request: HttpRequest, skill: str, number: int, eval_id: str) -> Ht
         "skill": iteration.skill,
         "iteration": iteration,
         "eval_id": eval_id,
+        "eval_name": iteration.eval_name(eval_id),
         "runs": iteration.runs.for_eval_page(eval_id),
         "generation": Generation.objects.current(),
     }
@@ -256,6 +257,7 @@ def run_page(
             "skill": found.iteration.skill,
             "iteration": found.iteration,
             "eval_id": eval_id,
+            "eval_name": found.eval_case.name or eval_id,
             "case": found.eval_case,
             "run": found,
         },

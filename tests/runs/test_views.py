@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from runs.importing import import_workspace
-from tests.factories import eval_magic_iteration, skill_folder, write_json
+from tests.factories import eval_magic_iteration, skill_creator_iteration, skill_folder, write_json
 
 pytestmark = pytest.mark.django_db
 
@@ -262,3 +262,28 @@ def test_the_benchmark_json_is_eval_magics_own(client: Client, sample) -> None:
     data = client.get(f"{SKILL}iterations/4/benchmark.json").json()
 
     assert data["delta"]["direction"] == "old_skill - new_skill"
+
+
+def test_a_skill_creator_eval_is_read_by_its_name_and_addressed_by_its_id(
+    client: Client, tmp_path: Path
+) -> None:
+    import_workspace([skill_creator_iteration(tmp_path).parent])  # eval 0, "summarise"
+    base = "/skills/creator-skill/iterations/1"
+
+    matrix = page(client, f"{base}/")
+    assert f'<a href="{base}/evals/0/">summarise</a> <code class="muted small">0</code>' in matrix
+
+    eval_page = page(client, f"{base}/evals/0/")
+    assert '<h1>summarise <code class="muted small">0</code>' in eval_page
+    assert f'<a href="{base}/evals/0/">summarise</a>' in eval_page  # the crumbs
+    run_page = page(client, f"{base}/evals/0/with_skill/1/")
+    assert '<h1>summarise <code class="muted small">0</code>' in run_page
+    assert "<title>summarise with_skill run 1" in run_page
+
+
+def test_an_eval_without_a_name_is_read_by_its_id_alone(client: Client, tmp_path: Path) -> None:
+    import_workspace([eval_magic_iteration(tmp_path)])
+
+    html = page(client, "/skills/demo-skill/iterations/1/evals/alpha/")
+
+    assert "<h1>alpha <span" in html
