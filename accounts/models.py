@@ -95,6 +95,7 @@ class ApiToken(Secret):
 
     class Meta:
         ordering = ["-created_at"]
+        verbose_name = "API token"
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…) of {self.user}"

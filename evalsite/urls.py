@@ -8,6 +8,10 @@ from runs.views import import_page
 
 from .api import api
 
+admin.site.site_header = "evalsite administration"
+admin.site.site_title = "evalsite admin"
+admin.site.index_title = "Skills, results and accounts"
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("accounts.urls")),

@@ -14,7 +14,7 @@ from typing import Any
 
 from django import forms
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
@@ -178,10 +178,11 @@ def compare_page(request: HttpRequest, skill: str) -> HttpResponse:
     if form.is_bound and form.is_valid():
         comparison = _comparison(found, **form.cleaned_data)
     elif not form.is_bound:
-        # No choice yet: suggest the latest iteration against the one before.
+        # No choice yet: the latest iteration against the one before, at an address that
+        # says so (a teammate opening the link sees the same comparison).
         latest = found.iterations.order_by("-number").values_list("number", flat=True)[:2]
         if len(latest) == 2:
-            form = CompareForm(initial={"a": latest[1], "b": latest[0]})
+            return redirect(f"{request.path}?a={latest[1]}&b={latest[0]}")
     names = Condition.objects.filter(iteration__skill=found).values_list("name", flat=True)
     context = {
         "skill": found,

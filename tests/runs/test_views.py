@@ -252,12 +252,6 @@ def test_the_compare_page_rejects_an_unknown_condition(client: Client, sample) -
     assert "has no condition “nope”" in page(client, f"{SKILL}compare/?a=3&b=3&ca=nope", 404)
 
 
-def test_the_compare_page_without_a_choice_suggests_the_last_two(client: Client, sample) -> None:
-    html = page(client, f"{SKILL}compare/")
-
-    assert '<option value="3" selected>' in html and '<option value="4" selected>' in html
-
-
 def test_the_benchmark_json_is_eval_magics_own(client: Client, sample) -> None:
     data = client.get(f"{SKILL}iterations/4/benchmark.json").json()
 
@@ -287,3 +281,24 @@ def test_an_eval_without_a_name_is_read_by_its_id_alone(client: Client, tmp_path
     html = page(client, "/skills/demo-skill/iterations/1/evals/alpha/")
 
     assert "<h1>alpha <span" in html
+
+
+def test_the_compare_page_without_a_choice_opens_the_latest_against_the_one_before(
+    client: Client, sample
+) -> None:
+    response = client.get("/skills/taming-flaky-tests/compare/")
+
+    assert response.status_code == 302
+    assert response["Location"].endswith("/skills/taming-flaky-tests/compare/?a=3&b=4")
+    html = page(client, response["Location"])
+    assert '<option value="3" selected>' in html and '<option value="4" selected>' in html
+    assert "Change (95% CI)" in html  # the comparison itself, not an empty form
+
+
+def test_comparing_two_conditions_names_each_once(client: Client, sample) -> None:
+    html = page(
+        client, "/skills/taming-flaky-tests/compare/?a=4&b=4&ca=old_skill&cb=new_skill"
+    )
+
+    assert "old_skill → new_skill" in html.replace("<p class=\"verdict\">", "")
+    assert "old_skill (old_skill)" not in html and "<th>old_skill old_skill</th>" not in html
