@@ -296,9 +296,7 @@ def test_the_compare_page_without_a_choice_opens_the_latest_against_the_one_befo
 
 
 def test_comparing_two_conditions_names_each_once(client: Client, sample) -> None:
-    html = page(
-        client, "/skills/taming-flaky-tests/compare/?a=4&b=4&ca=old_skill&cb=new_skill"
-    )
+    html = page(client, "/skills/taming-flaky-tests/compare/?a=4&b=4&ca=old_skill&cb=new_skill")
 
-    assert "old_skill → new_skill" in html.replace("<p class=\"verdict\">", "")
+    assert "old_skill → new_skill" in html.replace('<p class="verdict">', "")
     assert "old_skill (old_skill)" not in html and "<th>old_skill old_skill</th>" not in html
