@@ -15,6 +15,7 @@ from typing import Any
 from django import forms
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
@@ -182,7 +183,9 @@ def compare_page(request: HttpRequest, skill: str) -> HttpResponse:
         # says so (a teammate opening the link sees the same comparison).
         latest = found.iterations.order_by("-number").values_list("number", flat=True)[:2]
         if len(latest) == 2:
-            return redirect(f"{request.path}?a={latest[1]}&b={latest[0]}")
+            # reverse(), not request.path: the path arrives decoded ("a?b#c" for a%3Fb%23c).
+            address = reverse("runs:compare", args=[found.name])
+            return redirect(f"{address}?a={latest[1]}&b={latest[0]}")
     names = Condition.objects.filter(iteration__skill=found).values_list("name", flat=True)
     context = {
         "skill": found,
