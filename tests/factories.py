@@ -6,6 +6,26 @@ import json
 from pathlib import Path
 from typing import Any
 
+#: An eval-magic eval with every assertion kind, for runevals through either harness.
+WRITE_NOTES_EVAL: dict[str, Any] = {
+    "id": "write-notes",
+    "prompt": "Write notes.md summarising README.md.",
+    "expected_output": "notes.md exists and summarises the README.",
+    "files": ["fixtures/README.md"],
+    "assertions": [
+        {
+            "id": "read-first",
+            "type": "transcript_check",
+            "check": "tool_invocation_matches",
+            "pattern": "Read .*README",
+            "must_precede": "first_write",
+        },
+        {"id": "good-summary", "type": "llm_judge", "rubric": "Is notes.md a summary?"},
+        {"id": "notes-exist", "type": "command_check", "command": "test -f notes.md"},
+        {"id": "small", "type": "diff_scope", "max_files_touched": 1},
+    ],
+}
+
 
 def write_json(path: Path, data: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -38,7 +38,7 @@ from runs.evaluating.plan import baseline_skill, make_plan, read_skill
 from runs.evaluating.runner import Runner, Settings
 from runs.evaluating.taskdir import build_template
 from runs.models import Iteration, Run
-from tests.factories import write_json
+from tests.factories import WRITE_NOTES_EVAL, write_json
 from tests.fakeapi import (
     FakeAnthropic,
     RecordedRequest,
@@ -65,24 +65,7 @@ LISTED = "- demo: Use when writing notes."
 REAL_KEY = "test-key"
 
 EVALS: list[dict[str, Any]] = [
-    {
-        "id": "write-notes",
-        "prompt": "Write notes.md summarising README.md.",
-        "expected_output": "notes.md exists and summarises the README.",
-        "files": ["fixtures/README.md"],
-        "assertions": [
-            {
-                "id": "read-first",
-                "type": "transcript_check",
-                "check": "tool_invocation_matches",
-                "pattern": "Read .*README",
-                "must_precede": "first_write",
-            },
-            {"id": "good-summary", "type": "llm_judge", "rubric": "Is notes.md a summary?"},
-            {"id": "notes-exist", "type": "command_check", "command": "test -f notes.md"},
-            {"id": "small", "type": "diff_scope", "max_files_touched": 1},
-        ],
-    },
+    WRITE_NOTES_EVAL,
     {
         "id": "asks",
         "prompt": "Plan the change.",

@@ -20,7 +20,7 @@ from runs.evaluating.harness import Dispatch, MessagesHarness
 from runs.evaluating.plan import make_plan
 from runs.evaluating.runner import Runner, Settings
 from runs.models import Iteration, Run
-from tests.factories import write_json
+from tests.factories import WRITE_NOTES_EVAL, write_json
 from tests.fakeapi import (
     FakeAnthropic,
     RecordedRequest,
@@ -49,24 +49,7 @@ SCHEMA_FOR = {
 }
 
 EVALS = [
-    {
-        "id": "write-notes",
-        "prompt": "Write notes.md summarising README.md.",
-        "expected_output": "notes.md exists and summarises the README.",
-        "files": ["fixtures/README.md"],
-        "assertions": [
-            {
-                "id": "read-first",
-                "type": "transcript_check",
-                "check": "tool_invocation_matches",
-                "pattern": "Read .*README",
-                "must_precede": "first_write",
-            },
-            {"id": "good-summary", "type": "llm_judge", "rubric": "Is notes.md a summary?"},
-            {"id": "notes-exist", "type": "command_check", "command": "test -f notes.md"},
-            {"id": "small", "type": "diff_scope", "max_files_touched": 1},
-        ],
-    },
+    WRITE_NOTES_EVAL,
     {
         "id": "second-eval",
         "prompt": "Write notes.md again, differently.",
