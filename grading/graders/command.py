@@ -22,6 +22,7 @@ import regex
 from runs.evaluating import sandbox
 
 from .rustregex import RustRegexError, compile_rust_bounded
+from .verdict import Verdict
 
 GRADER = "command_check"
 DEFAULT_TIMEOUT_SECONDS = 120.0
@@ -150,8 +151,8 @@ def command_check(
     evals_dir: Path | None = None,
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
     unsafe: bool | None = None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(assertion result, command-check record) for one `command_check` assertion.
+) -> tuple[Verdict, dict[str, Any]]:
+    """(verdict, command-check record) for one `command_check` assertion.
 
     The record is valid against command-check.schema.json; runevals writes it to
     `command-checks/<id>.json`. The command runs sandboxed unless `unsafe` (None: as
@@ -162,7 +163,7 @@ def command_check(
     expected = int(assertion.get("expect_exit_code", 0))
     stdout_pattern = assertion.get("expect_stdout")
 
-    def failed_before_running(evidence: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    def failed_before_running(evidence: str) -> tuple[Verdict, dict[str, Any]]:
         record = {
             "id": assertion_id,
             "passed": False,
@@ -173,7 +174,7 @@ def command_check(
             "stderr": "",
         }
         # The eval, not the agent, is at fault: confidence 0 sends it to a person.
-        return _result(assertion_id, False, evidence, confidence=0.0), record
+        return Verdict(assertion_id, False, evidence, confidence=0.0, grader=GRADER), record
 
     if not task_dir.is_dir():
         return failed_before_running(f"the task folder {task_dir} does not exist")
@@ -209,7 +210,7 @@ def command_check(
     if not cells:
         single = runs[0]
         record = {"id": assertion_id, **single, "expected_exit_code": expected}
-        return _result(assertion_id, single["passed"], single["evidence"]), record
+        return Verdict(assertion_id, single["passed"], single["evidence"], grader=GRADER), record
 
     for cell, outcome in zip(cells, runs, strict=True):
         outcome["env"] = {**base_env, **cell}
@@ -232,19 +233,7 @@ def command_check(
         "stderr": "",
         "cells": runs,
     }
-    return _result(assertion_id, passed, evidence), record
-
-
-def _result(
-    assertion_id: str, passed: bool, evidence: str, *, confidence: float = 1.0
-) -> dict[str, Any]:
-    return {
-        "id": assertion_id,
-        "passed": passed,
-        "evidence": evidence,
-        "confidence": confidence,
-        "grader": GRADER,
-    }
+    return Verdict(assertion_id, passed, evidence, grader=GRADER), record
 
 
 def _run_cell(

@@ -20,6 +20,8 @@ from typing import Any
 
 from runs.evaluating import sandbox
 
+from .verdict import Verdict
+
 GRADER = "diff_scope"
 BASELINE_REF = "refs/eval-magic/baseline"
 PATCH_NAME = "diff.patch"
@@ -144,8 +146,8 @@ def diff_scope(
     task_dir: Path | None = None,
     measurement: DiffMeasurement | None = None,
     baseline: str | None = None,
-) -> tuple[dict[str, Any], DiffMeasurement | None]:
-    """(assertion result, the measurement) for one `diff_scope` assertion.
+) -> tuple[Verdict, DiffMeasurement | None]:
+    """(verdict, the measurement) for one `diff_scope` assertion.
 
     Pass `measurement` to reuse one taken earlier (runevals measures once per run, before
     any command_check's setup files land in the folder).
@@ -158,7 +160,8 @@ def diff_scope(
             measurement = measure_diff(task_dir, baseline=baseline)
         except DiffError as exc:
             # Not the agent's fault; confidence 0 sends it to a person.
-            return _result(assertion_id, False, f"could not measure the diff: {exc}", 0.0), None
+            evidence = f"could not measure the diff: {exc}"
+            return Verdict(assertion_id, False, evidence, confidence=0.0, grader=GRADER), None
     record = measurement.record
     clauses, passed = [], True
     max_files = assertion.get("max_files_touched")
@@ -175,21 +178,11 @@ def diff_scope(
             f"({record['lines_added']} added + {record['lines_removed']} removed)"
         )
     clauses.append(f"hunks: {record['hunks']}")
-    return _result(assertion_id, passed, "; ".join(clauses), 1.0), measurement
+    return Verdict(assertion_id, passed, "; ".join(clauses), grader=GRADER), measurement
 
 
 def _cmp(ok: bool) -> str:
     return "<=" if ok else ">"
-
-
-def _result(assertion_id: str, passed: bool, evidence: str, confidence: float) -> dict[str, Any]:
-    return {
-        "id": assertion_id,
-        "passed": passed,
-        "evidence": evidence,
-        "confidence": confidence,
-        "grader": GRADER,
-    }
 
 
 def _read(path: Path) -> str:

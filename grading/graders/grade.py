@@ -2,13 +2,15 @@
 
 The diff is measured first, before any `command_check` copies its setup files into the
 task folder or its command changes it, so `diff_scope` sees only what the agent did.
+Each assertion kind has one grader in `GRADERS`; a kind without one fails, saying so.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,88 @@ from .expectations import judge_rubric
 from .judge import llm_judge
 from .meta import skill_check_applies, skill_invoked_check
 from .transcript import transcript_check
+from .verdict import Verdict
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the graders of one run share besides run.json: its folders, judge and diff."""
+
+    task_dir: Path | None
+    evals_dir: Path | None
+    run_dir: Path | None
+    client: anthropic.Anthropic | None
+    judge_model: str | None
+    command_timeout: float
+    measurement: DiffMeasurement | None
+    #: Why the diff could not be measured ('' when it was, or was not wanted).
+    diff_problem: str
+
+    def write_side_file(self, folder: str, assertion_id: str, data: Any) -> None:
+        """`<run_dir>/<folder>/<id>.json`, eval-magic's side record, when there is a run_dir."""
+        if self.run_dir is not None:
+            _write_json(self.run_dir / folder / _filename(assertion_id), data)
+
+
+Grader = Callable[[Mapping[str, Any], Mapping[str, Any], RunContext], Verdict]
+#: Assertion kind (`type` in evals.json) → the grader that decides it.
+GRADERS: dict[str, Grader] = {}
+
+
+def grader(kind: str) -> Callable[[Grader], Grader]:
+    """Register the decorated function as the grader of assertions of `kind`."""
+
+    def register(function: Grader) -> Grader:
+        GRADERS[kind] = function
+        return function
+
+    return register
+
+
+@grader("transcript_check")
+def _transcript(run: Mapping[str, Any], assertion: Mapping[str, Any], ctx: RunContext) -> Verdict:
+    return transcript_check(run, assertion)
+
+
+@grader("llm_judge")
+def _judge(run: Mapping[str, Any], assertion: Mapping[str, Any], ctx: RunContext) -> Verdict:
+    outcome = llm_judge(run, assertion, client=ctx.client, judge_model=ctx.judge_model)
+    ctx.write_side_file(
+        "judge-responses", outcome.result.id, outcome.artifact(judge_rubric(assertion))
+    )
+    return outcome.result
+
+
+@grader("command_check")
+def _command(run: Mapping[str, Any], assertion: Mapping[str, Any], ctx: RunContext) -> Verdict:
+    if ctx.task_dir is None:
+        return _not_checkable(assertion, ctx)
+    verdict, record = command_check(
+        assertion, task_dir=ctx.task_dir, evals_dir=ctx.evals_dir, timeout=ctx.command_timeout
+    )
+    ctx.write_side_file("command-checks", verdict.id, record)
+    return verdict
+
+
+@grader("diff_scope")
+def _diff(run: Mapping[str, Any], assertion: Mapping[str, Any], ctx: RunContext) -> Verdict:
+    if ctx.measurement is None:
+        return _not_checkable(assertion, ctx)
+    verdict, _ = diff_scope(assertion, measurement=ctx.measurement)
+    return verdict
+
+
+def _not_checkable(assertion: Mapping[str, Any], ctx: RunContext) -> Verdict:
+    """FAIL, confidence 0 (a person should look): the check needs what the run lacks."""
+    why = ctx.diff_problem or "the run has no task folder"
+    kind = str(assertion.get("type"))
+    return Verdict(
+        str(assertion.get("id", "")),
+        False,
+        f"could not check: {why}",
+        confidence=0.0,
+        grader=kind,
+    )
 
 
 def grade_run(
@@ -59,52 +143,37 @@ def grade_run(
             _write_json(run_dir / "diff-scope.json", measurement.record)
             (run_dir / PATCH_NAME).write_text(measurement.patch, encoding="utf-8")
 
-    results = []
-    for assertion in assertions:
-        kind = assertion.get("type")
-        assertion_id = str(assertion.get("id", ""))
-        if kind == "transcript_check":
-            result = transcript_check(run, assertion)
-        elif kind == "llm_judge":
-            outcome = llm_judge(run, assertion, client=client, judge_model=judge_model)
-            result = outcome.result
-            if run_dir is not None:
-                artifact = outcome.artifact(judge_rubric(assertion))
-                _write_json(run_dir / "judge-responses" / _filename(assertion_id), artifact)
-        elif kind == "command_check" and task_dir is not None:
-            result, record = command_check(
-                assertion, task_dir=task_dir, evals_dir=evals_dir, timeout=command_timeout
-            )
-            if run_dir is not None:
-                _write_json(run_dir / "command-checks" / _filename(assertion_id), record)
-        elif kind == "diff_scope" and measurement is not None:
-            result, _ = diff_scope(assertion, measurement=measurement)
-        elif kind in ("command_check", "diff_scope"):
-            why = diff_problem or "the run has no task folder"
-            result = {
-                "id": assertion_id,
-                "passed": False,
-                "evidence": f"could not check: {why}",
-                "confidence": 0.0,
-                "grader": kind,
-            }
-        else:
-            result = {
-                "id": assertion_id,
-                "passed": False,
-                "evidence": f"unknown assertion type {kind!r}",
-                "confidence": 0.0,
-            }
-        results.append(result)
-
+    ctx = RunContext(
+        task_dir=task_dir,
+        evals_dir=evals_dir,
+        run_dir=run_dir,
+        client=client,
+        judge_model=judge_model,
+        command_timeout=command_timeout,
+        measurement=measurement,
+        diff_problem=diff_problem,
+    )
+    results = [grade_assertion(run, assertion, ctx).as_json() for assertion in assertions]
     grading: dict[str, Any] = {"assertion_results": results, "summary": summarise(results)}
     if skill_name and skill_check_applies(
         skill_loaded=skill_loaded, skill_should_trigger=skill_should_trigger
     ):
-        meta = skill_invoked_check(run, skill_name=skill_name)
+        meta = skill_invoked_check(run, skill_name=skill_name).as_json()
         grading["meta_results"] = [meta]
         grading["meta_summary"] = {**summarise([meta], rate=False), "skill_invoked": meta["passed"]}
     return grading
+
+
+def grade_assertion(
+    run: Mapping[str, Any], assertion: Mapping[str, Any], ctx: RunContext
+) -> Verdict:
+    """The verdict of the grader registered for the assertion's kind."""
+    kind = assertion.get("type")
+    grade = GRADERS.get(kind) if isinstance(kind, str) else None
+    if grade is None:
+        assertion_id = str(assertion.get("id", ""))
+        return Verdict(assertion_id, False, f"unknown assertion type {kind!r}", confidence=0.0)
+    return grade(run, assertion, ctx)
 
 
 def summarise(results: Sequence[Mapping[str, Any]], *, rate: bool = True) -> dict[str, Any]:

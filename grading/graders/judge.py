@@ -17,6 +17,7 @@ import anthropic
 
 from .expectations import judge_rubric
 from .transcript import render_invocation
+from .verdict import Verdict
 
 GRADER = "llm_judge"
 VERDICT_TOOL_NAME = "record_verdict"
@@ -73,7 +74,7 @@ class JudgeUnavailable(Exception):
 
 @dataclass
 class JudgeOutcome:
-    result: dict[str, Any]  # the assertion result for grading.json
+    result: Verdict
     model: str
     response: dict[str, Any] | None  # the raw Messages API response
     usage: dict[str, int] = field(default_factory=dict)
@@ -81,7 +82,7 @@ class JudgeOutcome:
     def artifact(self, rubric: str) -> dict[str, Any]:
         """What runevals writes to judge-responses/<id>.json."""
         return {
-            "id": self.result["id"],
+            "id": self.result.id,
             "model": self.model,
             "rubric": rubric,
             "response": self.response,
@@ -123,17 +124,11 @@ def llm_judge(
     )
 
 
-def verdict_result(assertion_id: str, content: Any) -> dict[str, Any]:
-    """The assertion result from a response's content blocks; FAIL when no usable verdict."""
+def verdict_result(assertion_id: str, content: Any) -> Verdict:
+    """The verdict in a response's content blocks; FAIL when there is no usable one."""
 
-    def result(passed: bool, evidence: str, confidence: float) -> dict[str, Any]:
-        return {
-            "id": assertion_id,
-            "passed": passed,
-            "evidence": evidence,
-            "confidence": confidence,
-            "grader": GRADER,
-        }
+    def result(passed: bool, evidence: str, confidence: float) -> Verdict:
+        return Verdict(assertion_id, passed, evidence, confidence=confidence, grader=GRADER)
 
     verdicts = [
         block

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .transcript import raw_tool_calls
+from .verdict import Verdict
 
 SKILL_INVOKED_ID = "__skill_invoked"
 SKILL_TOOL = "Skill"
@@ -34,7 +35,7 @@ def names_skill(args: Any, skill_name: str) -> bool:
     )
 
 
-def skill_invoked_check(run: Mapping[str, Any], *, skill_name: str) -> dict[str, Any]:
+def skill_invoked_check(run: Mapping[str, Any], *, skill_name: str) -> Verdict:
     """The `__skill_invoked` meta result for a run (confidence always 1.0)."""
     calls = raw_tool_calls(run)
     invoked = any(
@@ -47,10 +48,4 @@ def skill_invoked_check(run: Mapping[str, Any], *, skill_name: str) -> dict[str,
         else f"No skill invocation found in transcript across {len(calls)} "
         "transcript invocation(s)."
     )
-    return {
-        "id": SKILL_INVOKED_ID,
-        "passed": invoked,
-        "evidence": evidence,
-        "confidence": 1.0,
-        "grader": "transcript_check",
-    }
+    return Verdict(SKILL_INVOKED_ID, invoked, evidence, grader="transcript_check")

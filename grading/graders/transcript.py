@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .rustregex import RustRegexError, compile_rust_regex
+from .verdict import Verdict
 
 GRADER = "transcript_check"
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
@@ -88,20 +89,14 @@ def assistant_messages(run: Mapping[str, Any]) -> list[Candidate]:
     return [Candidate(ordinal=calls[-1].ordinal + 1 if calls else 0, text=str(final))]
 
 
-def transcript_check(run: Mapping[str, Any], assertion: Mapping[str, Any]) -> dict[str, Any]:
-    """The assertion result for one `transcript_check` assertion (confidence always 1.0)."""
+def transcript_check(run: Mapping[str, Any], assertion: Mapping[str, Any]) -> Verdict:
+    """The verdict on one `transcript_check` assertion (confidence always 1.0)."""
     check = assertion.get("check") or "tool_invocation_matches"
     pattern = assertion.get("pattern")
     must_precede = assertion.get("must_precede") or "any"
 
-    def result(passed: bool, evidence: str) -> dict[str, Any]:
-        return {
-            "id": str(assertion["id"]),
-            "passed": passed,
-            "evidence": evidence,
-            "confidence": 1.0,
-            "grader": GRADER,
-        }
+    def result(passed: bool, evidence: str) -> Verdict:
+        return Verdict(str(assertion["id"]), passed, evidence, grader=GRADER)
 
     if check == "tool_invocation_matches":
         candidates, unit = tool_calls(run), "invocation(s)"

@@ -204,7 +204,7 @@ def _assertion_result(
     if kind == "transcript_check":
         # Without a stored transcript the grader would fail a check it once passed.
         if has_transcript or not had_result:
-            return transcript_check(record, assertion), ""
+            return transcript_check(record, assertion).as_json(), ""
         return None, NO_TRANSCRIPT
     if kind == "llm_judge":
         if not readable:
@@ -213,10 +213,10 @@ def _assertion_result(
         report.judge_calls += 1
         report.judge_tokens += sum(outcome.usage.values())
         text = str(assertion.get("text") or "")
-        return {**outcome.result, "judge_model": outcome.model, "text": text}, ""
+        return {**outcome.result.as_json(), "judge_model": outcome.model, "text": text}, ""
     if kind == "diff_scope" and not had_result and (measured := _recorded_diff(run)):
-        result, _ = diff_scope(assertion, measurement=measured)
-        return result, FROM_RECORD
+        verdict, _ = diff_scope(assertion, measurement=measured)
+        return verdict.as_json(), FROM_RECORD
     if kind in ("command_check", "diff_scope"):
         return None, NO_FOLDER
     return None, NO_DEFINITION
@@ -226,10 +226,10 @@ def _skill_invoked(record: Mapping[str, Any], run: Run, skill_name: str) -> dict
     """`__skill_invoked` by the skill's name, or by the slug the condition staged it under."""
     meta = skill_invoked_check(record, skill_name=skill_name)
     slug = run.condition.staged_skill_slug
-    if not meta["passed"] and slug and slug != skill_name:
+    if not meta.passed and slug and slug != skill_name:
         staged = skill_invoked_check(record, skill_name=slug)
-        meta = staged if staged["passed"] else meta
-    return {**meta, "is_meta": True}
+        meta = staged if staged.passed else meta
+    return {**meta.as_json(), "is_meta": True}
 
 
 def _recorded_diff(run: Run) -> DiffMeasurement | None:

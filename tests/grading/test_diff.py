@@ -65,7 +65,7 @@ def test_it_counts_added_modified_deleted_binary_and_untracked_files(changed_tas
 
 def test_within_limits_it_passes_with_the_counts_as_evidence(changed_task: Path) -> None:
     result, _ = diff_scope(scope(max_files_touched=5, max_lines_changed=8), task_dir=changed_task)
-    assert result == {
+    assert result.as_json() == {
         "id": "small",
         "passed": True,
         "evidence": "files touched: 5 <= 5; lines changed: 8 <= 8 (5 added + 3 removed); hunks: 4",
@@ -76,25 +76,25 @@ def test_within_limits_it_passes_with_the_counts_as_evidence(changed_task: Path)
 
 def test_over_a_limit_it_fails_showing_which(changed_task: Path) -> None:
     result, _ = diff_scope(scope(max_files_touched=2, max_lines_changed=10), task_dir=changed_task)
-    assert result["passed"] is False
-    assert result["evidence"] == (
+    assert result.passed is False
+    assert result.evidence == (
         "files touched: 5 > 2; lines changed: 8 <= 10 (5 added + 3 removed); hunks: 4"
     )
     result, _ = diff_scope(scope(max_lines_changed=7), task_dir=changed_task)
-    assert result["passed"] is False
-    assert result["evidence"] == "lines changed: 8 > 7 (5 added + 3 removed); hunks: 4"
+    assert result.passed is False
+    assert result.evidence == "lines changed: 8 > 7 (5 added + 3 removed); hunks: 4"
 
 
 def test_a_clause_without_a_limit_is_left_out(changed_task: Path) -> None:
     result, _ = diff_scope(scope(max_files_touched=9), task_dir=changed_task)
-    assert result["evidence"] == "files touched: 5 <= 9; hunks: 4"
+    assert result.evidence == "files touched: 5 <= 9; hunks: 4"
 
 
 def test_an_untouched_folder_has_an_empty_diff(task_dir: Path) -> None:
     result, measurement = diff_scope(
         scope(max_files_touched=0, max_lines_changed=0), task_dir=task_dir
     )
-    assert result["evidence"] == (
+    assert result.evidence == (
         "files touched: 0 <= 0; lines changed: 0 <= 0 (0 added + 0 removed); hunks: 0"
     )
     assert measurement is not None and measurement.patch == ""
@@ -133,9 +133,9 @@ def test_a_folder_that_is_not_a_repository_is_an_error(tmp_path: Path) -> None:
         measure_diff(tmp_path / "plain")
     result, measurement = diff_scope(scope(max_files_touched=1), task_dir=tmp_path / "plain")
     assert measurement is None
-    assert result["passed"] is False
-    assert result["confidence"] == 0.0
-    assert result["evidence"].startswith("could not measure the diff: ")
+    assert result.passed is False
+    assert result.confidence == 0.0
+    assert result.evidence.startswith("could not measure the diff: ")
 
 
 def test_git_location_variables_cannot_redirect_the_measurement(

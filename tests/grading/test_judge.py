@@ -107,7 +107,7 @@ def test_a_valid_verdict_becomes_the_result(
         verdict(passed=True, evidence="tool call 1: git worktree add ../wt", confidence=0.9)
     )
     outcome = llm_judge(RUN, RUBRIC, client=client, judge_model="claude-judge-test")
-    assert outcome.result == {
+    assert outcome.result.as_json() == {
         "id": "isolated",
         "passed": True,
         "evidence": "tool call 1: git worktree add ../wt",
@@ -142,8 +142,8 @@ def test_the_assertions_own_model_wins(client: anthropic.Anthropic, api: FakeMes
     api.reply_with(verdict(passed=False, evidence="No worktree.", confidence=1))
     outcome = llm_judge(RUN, {**RUBRIC, "model": "claude-other"}, client=client, judge_model="x")
     assert api.requests[0]["model"] == "claude-other"
-    assert outcome.result["passed"] is False
-    assert outcome.result["confidence"] == 1.0
+    assert outcome.result.passed is False
+    assert outcome.result.confidence == 1.0
 
 
 def test_a_missing_tool_call_is_a_failure_with_zero_confidence(
@@ -151,7 +151,7 @@ def test_a_missing_tool_call_is_a_failure_with_zero_confidence(
 ) -> None:
     api.reply_with({"type": "text", "text": "PASS, clearly."})
     result = llm_judge(RUN, RUBRIC, client=client, judge_model="m").result
-    assert result == {
+    assert result.as_json() == {
         "id": "isolated",
         "passed": False,
         "evidence": "The judge returned no verdict (no record_verdict tool call).",
@@ -176,12 +176,12 @@ def test_a_malformed_verdict_is_a_failure_saying_what_is_wrong(
 ) -> None:
     api.reply_with(verdict(**fields))
     result = llm_judge(RUN, RUBRIC, client=client, judge_model="m").result
-    assert result["passed"] is False
-    assert result["confidence"] == 0.0
-    assert result["evidence"] == f"The judge's verdict was malformed: {problem}."
+    assert result.passed is False
+    assert result.confidence == 0.0
+    assert result.evidence == f"The judge's verdict was malformed: {problem}."
     validate(
         {
-            "assertion_results": [result],
+            "assertion_results": [result.as_json()],
             "summary": {"passed": 0, "failed": 1, "total": 1, "pass_rate": 0},
         },
         "grading.schema.json",

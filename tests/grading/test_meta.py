@@ -19,7 +19,7 @@ from .conftest import conversation_run, say, tool, user
 )
 def test_a_skill_call_naming_the_skill_passes(args: dict[str, str]) -> None:
     run = conversation_run(user("go"), tool("Read", {"file_path": "x"}), tool("Skill", args))
-    assert skill_invoked_check(run, skill_name="working-in-isolation") == {
+    assert skill_invoked_check(run, skill_name="working-in-isolation").as_json() == {
         "id": "__skill_invoked",
         "passed": True,
         "evidence": "Skill invocation verified from transcript.",
@@ -39,9 +39,9 @@ def test_a_skill_call_naming_the_skill_passes(args: dict[str, str]) -> None:
 def test_other_calls_do_not_count(calls: list) -> None:
     run = conversation_run(user("go"), *calls, tool("Read", {"file_path": "x"}), say("done"))
     result = skill_invoked_check(run, skill_name="working-in-isolation")
-    assert result["passed"] is False
-    assert result["confidence"] == 1.0
-    assert result["evidence"] == (
+    assert result.passed is False
+    assert result.confidence == 1.0
+    assert result.evidence == (
         "No skill invocation found in transcript across 2 transcript invocation(s)."
     )
 
@@ -49,7 +49,7 @@ def test_other_calls_do_not_count(calls: list) -> None:
 def test_a_run_without_tool_calls_fails_counting_none() -> None:
     run = conversation_run(user("go"), say("done"))
     result = skill_invoked_check(run, skill_name="demo")
-    assert result["evidence"] == (
+    assert result.evidence == (
         "No skill invocation found in transcript across 0 transcript invocation(s)."
     )
 
