@@ -11,7 +11,7 @@ from ninja import Router, Schema, Status
 
 from accounts.auth import WRITE_AUTH
 from runs.api import ReviewOut, review_out
-from runs.views import get_run
+from runs.models import Run
 
 from .models import AssertionResult
 from .reviewing import ReviewError, add_note, override
@@ -45,7 +45,7 @@ def create_review(
     run: int,
     body: ReviewIn,
 ) -> Any:
-    found = get_run(skill, number, eval_id, condition, run)
+    found = Run.objects.get_by_address_or_404(skill, number, eval_id, condition, run)
     try:
         if body.assertion_id is None:
             if body.passed is not None:

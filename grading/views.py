@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from runs.views import get_run, get_skill
+from runs.models import Run, Skill
 
 from .models import LOW_CONFIDENCE, AssertionResult
 from .reviewing import ReviewError, add_note, override
@@ -36,7 +36,7 @@ def _form_error(form: forms.Form) -> str:
 def note(
     request: HttpRequest, skill: str, number: int, eval_id: str, condition: str, run: int
 ) -> HttpResponse:
-    found = get_run(skill, number, eval_id, condition, run)
+    found = Run.objects.get_by_address_or_404(skill, number, eval_id, condition, run)
     back = found.get_absolute_url()
     form = NoteForm(request.POST)
     if not form.is_valid():
@@ -58,7 +58,7 @@ def override_result(
     run: int,
     result: int,
 ) -> HttpResponse:
-    found = get_run(skill, number, eval_id, condition, run)
+    found = Run.objects.get_by_address_or_404(skill, number, eval_id, condition, run)
     target = get_object_or_404(AssertionResult, pk=result, grading__run=found)
     back = found.get_absolute_url()
     form = OverrideForm(request.POST)
@@ -79,7 +79,7 @@ def override_result(
 @require_GET
 def review_queue(request: HttpRequest, skill: str) -> HttpResponse:
     """Judge results below the confidence threshold across the skill, newest iteration first."""
-    found = get_skill(skill)
+    found = Skill.objects.get_by_name_or_404(skill)
     results = (
         AssertionResult.objects.filter(
             grading__run__iteration__skill=found, confidence__lt=LOW_CONFIDENCE, is_meta=False

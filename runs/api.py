@@ -21,11 +21,10 @@ from . import stats
 from .analysis import ConditionSummary, IterationSummary, eval_magic_benchmark, summarise_iterations
 from .importing import ImportFailure, ImportReport
 from .importing.uploads import UploadTooLarge, import_files, import_upload
-from .models import Iteration, Run
+from .models import Iteration, Run, Skill
 from .names import address, findable
 from .overview import SkillRow, skill_rows
 from .reports import compare
-from .views import get_iteration, get_run, get_skill
 
 router = Router(tags=["results"], auth=READ_AUTH)
 
@@ -235,7 +234,7 @@ def _skill_out(row: SkillRow) -> dict[str, Any]:
 
 @router.get("/skills/{skill}", response=SkillOut, summary="One skill")
 def get_skill_detail(request: HttpRequest, skill: str) -> dict[str, Any]:
-    found = get_skill(skill)
+    found = Skill.objects.get_by_name_or_404(skill)
     return _skill_out(next(r for r in skill_rows(query=found.name) if r.skill.pk == found.pk))
 
 
@@ -245,13 +244,13 @@ def get_skill_detail(request: HttpRequest, skill: str) -> dict[str, Any]:
     summary="Every iteration's statistics in order: what the skill page's charts draw",
 )
 def trends(request: HttpRequest, skill: str) -> list[dict[str, Any]]:
-    return _iterations_out(Iteration.objects.trend_of(get_skill(skill)))
+    return _iterations_out(Iteration.objects.trend_of(Skill.objects.get_by_name_or_404(skill)))
 
 
 @router.get("/skills/{skill}/iterations", response=list[IterationOut], summary="Iterations")
 @paginate(Pagination)
 def list_iterations(request: HttpRequest, skill: str) -> Any:
-    found = get_skill(skill)
+    found = Skill.objects.get_by_name_or_404(skill)
     return LazyPage(
         Iteration.objects.filter(skill=found).select_related("skill").light().order_by("-number"),
         _iterations_out,
@@ -264,7 +263,7 @@ def list_iterations(request: HttpRequest, skill: str) -> Any:
     summary="One iteration: per-condition scores, the delta with its interval, the verdict",
 )
 def iteration_detail(request: HttpRequest, skill: str, number: int) -> dict[str, Any]:
-    return _iterations_out([get_iteration(get_skill(skill), number)])[0]
+    return _iterations_out([Iteration.objects.get_by_address_or_404(skill, number)])[0]
 
 
 @router.get(
@@ -273,7 +272,7 @@ def iteration_detail(request: HttpRequest, skill: str, number: int) -> dict[str,
     summary="The benchmark.json eval-magic would write (SPEC §4.1)",
 )
 def benchmark(request: HttpRequest, skill: str, number: int) -> dict[str, Any]:
-    iteration = get_iteration(get_skill(skill), number)
+    iteration = Iteration.objects.get_by_address_or_404(skill, number)
     try:
         return eval_magic_benchmark(iteration)
     except ValueError as exc:
@@ -403,7 +402,7 @@ class RunFilter(Schema):
 )
 @paginate(Pagination)
 def list_runs(request: HttpRequest, skill: str, number: int, filters: Query[RunFilter]) -> Any:
-    iteration = get_iteration(get_skill(skill), number)
+    iteration = Iteration.objects.get_by_address_or_404(skill, number)
     runs = (
         Run.objects.filter(iteration=iteration)
         .select_related("condition", "grading", "iteration__skill")
@@ -428,7 +427,7 @@ def list_runs(request: HttpRequest, skill: str, number: int, filters: Query[RunF
 def run_detail(
     request: HttpRequest, skill: str, number: int, eval_id: str, condition: str, run: int
 ) -> dict[str, Any]:
-    found = get_run(skill, number, eval_id, condition, run)
+    found = Run.objects.get_by_address_or_404(skill, number, eval_id, condition, run)
     return {
         **run_out(found),
         "final_message": found.final_message,
@@ -488,8 +487,9 @@ class CompareQuery(Schema):
 def compare_iterations(
     request: HttpRequest, skill: str, query: Query[CompareQuery]
 ) -> dict[str, Any]:
-    found = get_skill(skill)
-    before, after = get_iteration(found, query.a), get_iteration(found, query.b)
+    found = Skill.objects.get_by_name_or_404(skill)
+    before = Iteration.objects.get_by_number_or_404(found, query.a)
+    after = Iteration.objects.get_by_number_or_404(found, query.b)
     for iteration, name in ((before, query.ca), (after, query.cb)):
         if name and not (findable(name) and iteration.conditions.filter(name=name).exists()):
             raise Http404(f"Iteration #{iteration.number} has no condition “{name}”.")

@@ -9,7 +9,7 @@ from typing import Any
 
 from . import stats
 from .analysis import IterationSummary, assertion_outcomes, run_samples, summarise_iterations
-from .models import LARGE_ITERATION_FIELDS, EvalCase, Iteration
+from .models import EvalCase, Iteration
 
 #: Filters of the iteration page, in the order the form shows them.
 FILTERS = ("failures", "flaky", "changed")
@@ -97,19 +97,9 @@ class IterationDetail:
         return rows
 
 
-def previous_iteration(iteration: Iteration) -> Iteration | None:
-    """The skill's iteration just before this one (its light fields), if any."""
-    return (
-        Iteration.objects.filter(skill_id=iteration.skill_id, number__lt=iteration.number)
-        .defer(*LARGE_ITERATION_FIELDS)
-        .order_by("-number")
-        .first()
-    )
-
-
 def iteration_detail(iteration: Iteration) -> IterationDetail:
     """Everything the iteration page shows: summary, matrix, assertion analysis."""
-    previous = previous_iteration(iteration)
+    previous = iteration.previous()
     summaries = summarise_iterations([iteration, *([previous] if previous else [])])
     summary = summaries[iteration.pk]
     samples = run_samples(iteration)

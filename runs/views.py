@@ -31,23 +31,6 @@ from .overview import skill_rows, skill_trends, sort_rows
 from .reports import compare, iteration_detail
 
 
-def get_skill(name: str) -> Skill:
-    try:
-        if not findable(name):
-            raise Skill.DoesNotExist
-        return Skill.objects.get(name=name)
-    except Skill.DoesNotExist:
-        raise Http404(f"No skill named “{name}”.") from None
-
-
-def get_iteration(skill: Skill, number: int) -> Iteration:
-    try:
-        # Light: the recorded documents (tens of KB of JSON) load only if a view reads them.
-        return Iteration.objects.light().get(skill=skill, number=number)
-    except Iteration.DoesNotExist:
-        raise Http404(f"{skill.name} has no iteration #{number}.") from None
-
-
 class OverviewForm(forms.Form):
     q = forms.CharField(required=False)
     sort = forms.ChoiceField(
@@ -95,7 +78,7 @@ def overview(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def skill_page(request: HttpRequest, skill: str) -> HttpResponse:
-    found = get_skill(skill)
+    found = Skill.objects.get_by_name_or_404(skill)
     context = {
         "skill": found,
         "iterations": found.iterations.count(),
@@ -127,7 +110,7 @@ class IterationFilterForm(forms.Form):
 @require_GET
 @vary_on_headers("HX-Request")
 def iteration_page(request: HttpRequest, skill: str, number: int) -> HttpResponse:
-    iteration = get_iteration(get_skill(skill), number)
+    iteration = Iteration.objects.get_by_address_or_404(skill, number)
     form = IterationFilterForm(request.GET)
     detail = SimpleLazyObject(lambda: iteration_detail(iteration))
     template_name = "runs/iteration.html"
@@ -156,7 +139,7 @@ def _reviews(iteration: Iteration) -> list[Review]:
 
 @require_GET
 def benchmark_json(request: HttpRequest, skill: str, number: int) -> JsonResponse:
-    iteration = get_iteration(get_skill(skill), number)
+    iteration = Iteration.objects.get_by_address_or_404(skill, number)
     try:
         data = eval_magic_benchmark(iteration)
     except ValueError as exc:
@@ -173,7 +156,7 @@ class CompareForm(forms.Form):
 
 @require_GET
 def compare_page(request: HttpRequest, skill: str) -> HttpResponse:
-    found = get_skill(skill)
+    found = Skill.objects.get_by_name_or_404(skill)
     form = CompareForm(request.GET or None)
     comparison = None
     if form.is_bound and form.is_valid():
@@ -200,7 +183,8 @@ def compare_page(request: HttpRequest, skill: str) -> HttpResponse:
 
 def _comparison(skill: Skill, *, a: int, b: int, ca: str, cb: str) -> SimpleLazyObject:
     """The comparison asked for, computed when first read; 404 for what does not exist."""
-    before, after = get_iteration(skill, a), get_iteration(skill, b)
+    before = Iteration.objects.get_by_number_or_404(skill, a)
+    after = Iteration.objects.get_by_number_or_404(skill, b)
     for iteration, name in ((before, ca), (after, cb)):
         if name and not iteration.conditions.filter(name=name).exists():
             raise Http404(f"Iteration #{iteration.number} has no condition “{name}”.")
@@ -211,7 +195,7 @@ def _comparison(skill: Skill, *, a: int, b: int, ca: str, cb: str) -> SimpleLazy
 
 @require_GET
 def eval_page(request: HttpRequest, skill: str, number: int, eval_id: str) -> HttpResponse:
-    iteration = get_iteration(get_skill(skill), number)
+    iteration = Iteration.objects.get_by_address_or_404(skill, number)
     if not (findable(eval_id) and iteration.runs.filter(eval_id=eval_id).exists()):
         raise Http404(
             f"Iteration #{iteration.number} of {iteration.skill.name} has no eval “{eval_id}”."
@@ -227,33 +211,11 @@ def eval_page(request: HttpRequest, skill: str, number: int, eval_id: str) -> Ht
     return render(request, "runs/eval.html", context)
 
 
-def get_run(skill: str, number: int, eval_id: str, condition: str, run_index: int) -> Run:
-    iteration = get_iteration(get_skill(skill), number)
-    try:
-        if not (findable(eval_id) and findable(condition)):
-            raise Run.DoesNotExist
-        return (
-            Run.objects.select_related("condition", "grading", "eval_case", "iteration__skill")
-            .prefetch_related("grading__results", "reviews__author")
-            .get(
-                iteration=iteration,
-                eval_id=eval_id,
-                condition__name=condition,
-                run_index=run_index,
-            )
-        )
-    except Run.DoesNotExist:
-        raise Http404(
-            f"Iteration #{number} of {skill} has no run {run_index} of “{eval_id}” "
-            f"under {condition}."
-        ) from None
-
-
 @require_GET
 def run_page(
     request: HttpRequest, skill: str, number: int, eval_id: str, condition: str, run: int
 ) -> HttpResponse:
-    found = get_run(skill, number, eval_id, condition, run)
+    found = Run.objects.get_by_address_or_404(skill, number, eval_id, condition, run)
     return render(
         request,
         "runs/run.html",
@@ -273,7 +235,7 @@ def conversation_fragment(
     request: HttpRequest, skill: str, number: int, eval_id: str, condition: str, run: int
 ) -> HttpResponse:
     """A run's conversation alone, loaded on demand into the eval page by htmx."""
-    found = get_run(skill, number, eval_id, condition, run)
+    found = Run.objects.get_by_address_or_404(skill, number, eval_id, condition, run)
     return render(request, "runs/run.html#conversation", {"run": found})
 
 

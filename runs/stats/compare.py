@@ -144,9 +144,9 @@ def flipped_assertions(before: IterationRuns, after: IterationRuns) -> list[Asse
     """Return assertions seen in one role on both sides whose pass/fail/flaky status changed."""
 
     def by_role(side: IterationRuns) -> dict[tuple[str, str, Role], AssertionTally]:
-        roles: dict[str, Role] = {side.treatment: "treatment"}
+        roles: dict[str, Role] = {side.treatment: Role.TREATMENT}
         if side.control:
-            roles[side.control] = "control"
+            roles[side.control] = Role.CONTROL
         return {
             (t.eval_id, t.assertion_id, roles[t.condition]): t
             for t in assertion_tallies(side.outcomes)

@@ -1,28 +1,26 @@
 """Plain input rows for the statistics package, and the treatment/control roles.
 
 Every function in `runs.stats` takes these rows (or mappings with the same keys, e.g. a
-queryset's `.values()`), so the package needs neither the ORM nor Django settings.
+queryset's `.values()`), so the package needs neither the ORM nor Django settings. The
+roles come from the one role table, `runs.roles`, plain Python too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import Any
 
-Role = Literal["treatment", "control"]
+from ..roles import Role, conditions_in_role, role_for_condition
 
-TREATMENT_CONDITIONS = frozenset({"with_skill", "new_skill"})
-CONTROL_CONDITIONS = frozenset({"without_skill", "old_skill"})
+TREATMENT_CONDITIONS = conditions_in_role(Role.TREATMENT)
+CONTROL_CONDITIONS = conditions_in_role(Role.CONTROL)
 
 
 def condition_role(condition: str) -> Role | None:
-    """Return "treatment", "control", or None for a condition name evalsite does not know."""
-    if condition in TREATMENT_CONDITIONS:
-        return "treatment"
-    if condition in CONTROL_CONDITIONS:
-        return "control"
-    return None
+    """Treatment or control, or None for a condition name evalsite does not know."""
+    role = role_for_condition(condition)
+    return None if role is Role.OTHER else role
 
 
 @dataclass(frozen=True)

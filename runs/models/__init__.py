@@ -1,0 +1,41 @@
+"""Skills, eval definitions, iterations, conditions and runs (SPEC §2).
+
+One module per model family; everything is importable from `runs.models`.
+"""
+
+from __future__ import annotations
+
+from ..generation import Generation
+from .choices import (
+    CONDITION_ROLES,
+    ROLE_CHOICES,
+    Mode,
+    Role,
+    RunStatus,
+    SourceKind,
+    TimingSource,
+    role_for_condition,
+)
+from .iterations import LARGE_ITERATION_FIELDS, Condition, Iteration, IterationNotFound
+from .runs import CELL_FIELDS, Run
+from .skills import EvalCase, Skill
+
+__all__ = [
+    "CELL_FIELDS",
+    "CONDITION_ROLES",
+    "LARGE_ITERATION_FIELDS",
+    "ROLE_CHOICES",
+    "Condition",
+    "EvalCase",
+    "Generation",
+    "Iteration",
+    "IterationNotFound",
+    "Mode",
+    "Role",
+    "Run",
+    "RunStatus",
+    "Skill",
+    "SourceKind",
+    "TimingSource",
+    "role_for_condition",
+]

@@ -1,0 +1,200 @@
+"""Runs: one (eval, condition, run index) of an iteration, and the queries over them."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.http import Http404
+from django.urls import reverse
+
+from ..names import NameValidator, findable
+from .choices import RunStatus, TimingSource
+from .iterations import Condition, Iteration
+from .skills import EvalCase
+
+#: The columns of `RunQuerySet.cell_aggregates()`, in order.
+CELL_FIELDS = (
+    "iteration_id",
+    "condition_id",
+    "eval_id",
+    "eval_case_id",
+    "runs",
+    "graded",
+    "pass_sum",
+    "errored",
+    "zero_assertions",
+    "invoked",
+    "invocation_n",
+    "called",
+    "called_n",
+    "tokens_sum",
+    "tokens_n",
+    "duration_sum",
+    "duration_n",
+)
+
+
+class RunQuerySet(models.QuerySet):
+    def cell_aggregates(self) -> models.QuerySet:
+        """Per (iteration, condition, eval): run and grading counts, pass-rate, cost sums.
+
+        One GROUP BY over runs joined to their gradings, as tuples in the order of
+        CELL_FIELDS; errored runs count as runs but never in pass rates. The condition's and
+        eval's own attributes are not grouped on: the caller fetches them once each. A
+        covering index on runs (Meta.indexes) keeps this off the transcripts' pages.
+        """
+        # Aggregates over a grading's columns skip runs without one (LEFT JOIN NULLs), and
+        # COUNT(column) counts non-null values: fewer conditions to evaluate on every row.
+        counted = ~models.Q(status=RunStatus.ERRORED)
+        return (
+            self.order_by()
+            .values("iteration_id", "condition_id", "eval_id", "eval_case_id")
+            .annotate(
+                runs=models.Count("id"),
+                graded=models.Count("grading", filter=counted),
+                pass_sum=models.Sum("grading__pass_rate", filter=counted),
+                errored=models.Count("id", filter=models.Q(status=RunStatus.ERRORED)),
+                zero_assertions=models.Count(
+                    "grading", filter=counted & models.Q(grading__total=0)
+                ),
+                invoked=models.Count("id", filter=models.Q(grading__skill_invoked=True)),
+                invocation_n=models.Count("grading__skill_invoked"),
+                called=models.Count("id", filter=models.Q(skill_called=True)),
+                called_n=models.Count("skill_called"),
+                tokens_sum=models.Sum("total_tokens"),
+                tokens_n=models.Count("total_tokens"),
+                duration_sum=models.Sum("duration_ms"),
+                duration_n=models.Count("duration_ms"),
+            )
+            .values_list(*CELL_FIELDS)
+        )
+
+    def get_by_address_or_404(
+        self, skill: str, number: int, eval_id: str, condition: str, run_index: int
+    ) -> Run:
+        """The run a run page's URL names, with its grading, results, reviews and
+        definition; Http404 naming what is missing."""
+        iteration = Iteration.objects.get_by_address_or_404(skill, number)
+        try:
+            if not (findable(eval_id) and findable(condition)):
+                raise Run.DoesNotExist
+            return (
+                self.select_related("condition", "grading", "eval_case", "iteration__skill")
+                .prefetch_related("grading__results", "reviews__author")
+                .get(
+                    iteration=iteration,
+                    eval_id=eval_id,
+                    condition__name=condition,
+                    run_index=run_index,
+                )
+            )
+        except Run.DoesNotExist:
+            raise Http404(
+                f"Iteration #{number} of {skill} has no run {run_index} of “{eval_id}” "
+                f"under {condition}."
+            ) from None
+
+    def for_eval_page(self, eval_id: str) -> RunQuerySet:
+        """The eval's runs by condition, then run, with their gradings, results, reviews
+        and definition; without the transcripts, which the page loads on demand."""
+        return (
+            self.filter(eval_id=eval_id)
+            .select_related("condition", "grading", "eval_case")
+            .prefetch_related("grading__results", "reviews__author")
+            .defer("conversation", "tool_invocations")
+            .order_by("condition__position", "condition__name", "run_index")
+        )
+
+    def samples(self) -> models.QuerySet:
+        """One row per run: the `runs.stats.RunSample` fields, the condition as condition__name."""
+        return self.order_by("eval_id", "condition__position", "run_index").values(
+            "iteration_id",
+            "eval_id",
+            "run_index",
+            "status",
+            "duration_ms",
+            "total_tokens",
+            "condition__name",
+            pass_rate=models.F("grading__pass_rate"),
+            skill_invoked=models.F("grading__skill_invoked"),
+            invoked_in_transcript=models.F("skill_called"),
+        )
+
+
+class Run(models.Model):
+    """One (eval, condition, run index) of an iteration."""
+
+    iteration = models.ForeignKey(Iteration, on_delete=models.CASCADE, related_name="runs")
+    condition = models.ForeignKey(Condition, on_delete=models.CASCADE, related_name="runs")
+    eval_case = models.ForeignKey(EvalCase, on_delete=models.RESTRICT, related_name="runs")
+    #: Denormalised from eval_case so an iteration cannot hold one eval id twice per cell.
+    eval_id = models.CharField(max_length=200, validators=[NameValidator("eval")])
+    run_index = models.PositiveIntegerField(default=1)
+    #: Where the run lives in its source, relative to the iteration ("eval-x/with_skill/run-2").
+    source_relpath = models.CharField(max_length=500, blank=True)
+    status = models.CharField(max_length=16, choices=RunStatus.choices)
+    stop_reason = models.CharField(max_length=64, blank=True)
+    prompt = models.TextField(blank=True)
+    final_message = models.TextField(blank=True)
+    #: conversation.json `events` (user/assistant messages and tool invocations).
+    conversation = models.JSONField(default=list)
+    #: run.json `tool_invocations`.
+    tool_invocations = models.JSONField(default=list)
+    #: len(conversation), kept so pages can say "200 events" without loading them.
+    conversation_events = models.PositiveIntegerField(default=0)
+    #: Everything else the run folder held: diff-scope, command checks, outputs list, …
+    artifacts = models.JSONField(default=dict)
+    total_tokens = models.BigIntegerField(null=True, blank=True)
+    duration_ms = models.BigIntegerField(null=True, blank=True)
+    timing_source = models.CharField(max_length=32, choices=TimingSource.choices, blank=True)
+    #: Whether the transcript shows a `Skill` call naming the skill; None without a transcript.
+    #: How invocation is known on negative evals, which carry no meta check.
+    skill_called = models.BooleanField(null=True, blank=True)
+    content_hash = models.CharField(max_length=64)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["iteration_id", "eval_id", "condition_id", "run_index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["iteration", "eval_id", "condition", "run_index"], name="run_unique_cell"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["iteration", "condition", "eval_id"]),
+            models.Index(fields=["eval_case"]),
+            # Covers cell_aggregates: SQLite keeps the transcripts inline in each run's row,
+            # and reading them to reach the timing columns made a skill's trend 10x slower.
+            # PostgreSQL also needs the id (the join to gradings) in the index for an
+            # index-only scan; SQLite has it already (the rowid) and ignores `include`.
+            models.Index(
+                fields=[
+                    "iteration",
+                    "condition",
+                    "eval_id",
+                    "eval_case",
+                    "status",
+                    "total_tokens",
+                    "duration_ms",
+                    "skill_called",
+                ],
+                include=["id"],
+                name="run_cells_covering",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.eval_id}/{self.condition.name}/run-{self.run_index}"
+
+    def get_absolute_url(self) -> str:
+        """The run link; needs `iteration__skill` and `condition` loaded to avoid queries."""
+        return reverse(
+            "runs:run",
+            args=[
+                self.iteration.skill.name,
+                self.iteration.number,
+                self.eval_id,
+                self.condition.name,
+                self.run_index,
+            ],
+        )
