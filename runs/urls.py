@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import views
+from . import transcript, views
 
 app_name = "runs"
 
@@ -17,5 +17,8 @@ urlpatterns = [
     path(iteration + "benchmark.json", views.benchmark_json, name="benchmark"),
     path(iteration + "evals/<str:eval_id>/", views.eval_page, name="eval"),
     path(run, views.run_page, name="run"),
-    path(run + "conversation/", views.conversation_fragment, name="conversation"),
+    path(run + "conversation/", transcript.conversation_fragment, name="conversation"),
+    path(
+        run + "conversation/<int:ordinal>/result/", transcript.event_result, name="event_result"
+    ),
 ]

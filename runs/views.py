@@ -29,6 +29,7 @@ from .models import Condition, Generation, Iteration, Run, Skill
 from .names import findable
 from .overview import skill_rows, skill_trends, sort_rows
 from .reports import compare, iteration_detail
+from .transcript import transcript_context
 
 
 class OverviewForm(forms.Form):
@@ -220,23 +221,14 @@ def run_page(
         request,
         "runs/run.html",
         {
+            **transcript_context(found),
             "skill": found.iteration.skill,
             "iteration": found.iteration,
             "eval_id": eval_id,
             "eval_name": found.eval_case.name or eval_id,
             "case": found.eval_case,
-            "run": found,
         },
     )
-
-
-@require_GET
-def conversation_fragment(
-    request: HttpRequest, skill: str, number: int, eval_id: str, condition: str, run: int
-) -> HttpResponse:
-    """A run's conversation alone, loaded on demand into the eval page by htmx."""
-    found = Run.objects.get_by_address_or_404(skill, number, eval_id, condition, run)
-    return render(request, "runs/run.html#conversation", {"run": found})
 
 
 class UploadForm(forms.Form):

@@ -1,0 +1,207 @@
+"""A run's transcript as a reader sees it: every event in order, shaped once in Python.
+
+The template then only loops (`templates/runs/_transcript.html`), inside a `{% cache %}`
+region keyed on the dashboard generation, so a 2,000-event conversation is shaped and
+rendered once per generation. Each event has an anchor (`#event-<ordinal>`) that the
+graders' evidence links to. Long tool results are cut to their head, with their size, and
+the whole result is one request away (`event_result`), so the page stays small.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.functional import SimpleLazyObject
+from django.utils.safestring import SafeString
+from django.views.decorators.http import require_GET
+
+from .markup import markdown_block
+from .models import Generation, Run
+from .names import findable
+
+#: A tool result longer than this shows its head and its size; the rest loads on request.
+RESULT_HEAD_CHARS = 2_000
+ARGS_SUMMARY_CHARS = 160
+_ERROR_PREFIXES = ("error", "<tool_use_error>", "traceback (most recent call last)")
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One event of a transcript, ready to print."""
+
+    ordinal: int
+    kind: str  # user_message, assistant_message, tool_invocation
+    who: str  # "user", "scripted turn", "responder (llm)", "assistant" or the tool's name
+    round: int | None
+    html: SafeString | None = None  # a message, rendered
+    args_summary: str = ""
+    args: str = ""
+    result: str | None = None  # the whole result, or its head when `result_size` is larger
+    result_size: int = 0
+    is_error: bool = False
+    skill: str = ""  # the skill a `Skill` call loaded
+    usage: str = ""  # tokens and time of the API call, where the source recorded them
+
+    @property
+    def result_cut(self) -> bool:
+        return self.result is not None and self.result_size > len(self.result)
+
+
+def _text(value: Any) -> str:
+    """A tool's arguments or result as text: strings as they are, the rest indented JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _is_error(result: Any) -> bool:
+    if isinstance(result, dict):
+        return bool(result.get("is_error") or result.get("error"))
+    return isinstance(result, str) and result.lstrip()[:40].lower().startswith(_ERROR_PREFIXES)
+
+
+def _usage(event: dict[str, Any]) -> str:
+    """ "1,204 in · 310 out · 2.1 s" from the fields some harnesses record on an event."""
+    usage = event.get("usage") if isinstance(event.get("usage"), dict) else {}
+    parts = []
+    for key, label in (("input_tokens", "in"), ("output_tokens", "out")):
+        if isinstance(usage.get(key), int):
+            parts.append(f"{usage[key]:,} {label}")
+    if isinstance(event.get("duration_ms"), int | float):
+        parts.append(f"{event['duration_ms'] / 1000:.1f} s")
+    return " · ".join(parts)
+
+
+def _who(event: dict[str, Any]) -> str:
+    kind = event.get("type")
+    if kind == "assistant_message":
+        return "assistant"
+    if isinstance(event.get("origin"), dict):
+        return f"responder ({event['origin'].get('responder', '?')})"
+    # The eval's prompt opens round 1; a later user turn nobody derived was scripted.
+    return "scripted turn" if (event.get("round") or 1) > 1 else "user"
+
+
+def shape(event: dict[str, Any], *, full_result: bool = False) -> Event:
+    """One recorded event (conversation.json or run.json `tool_invocations`) as an Event."""
+    ordinal = int(event.get("ordinal") or 0)
+    round_ = event.get("round") if isinstance(event.get("round"), int) else None
+    if event.get("type", "tool_invocation") != "tool_invocation":
+        kind = str(event.get("type"))
+        return Event(
+            ordinal=ordinal,
+            kind=kind,
+            who=_who(event),
+            round=round_,
+            html=markdown_block(str(event.get("text") or "")),
+            usage=_usage(event),
+        )
+    name = str(event.get("name") or "?")
+    args = event.get("args")
+    raw = event.get("result")
+    result = _text(raw) if raw is not None else None
+    size = len(result) if result is not None else 0
+    if result is not None and not full_result and size > RESULT_HEAD_CHARS:
+        result = result[:RESULT_HEAD_CHARS]
+    summary = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+    return Event(
+        ordinal=ordinal,
+        kind="tool_invocation",
+        who=name,
+        round=round_,
+        args_summary="" if args is None else summary[:ARGS_SUMMARY_CHARS],
+        args=_text(args),
+        result=result,
+        result_size=size,
+        is_error=_is_error(raw),
+        skill=str(args.get("skill", "")) if name == "Skill" and isinstance(args, dict) else "",
+        usage=_usage(event),
+    )
+
+
+def events_of(conversation: list[Any], tool_invocations: list[Any]) -> list[Event]:
+    """The transcript in ordinal order; a run without conversation.json shows its tool calls."""
+    recorded = conversation or tool_invocations or []
+    events = [shape(e) for e in recorded if isinstance(e, dict)]
+    events.sort(key=lambda e: e.ordinal)
+    return events
+
+
+def transcript_context(run: Run) -> dict[str, Any]:
+    """What `runs/_transcript.html` needs; the events are shaped only on a cache miss."""
+
+    def load() -> list[Event]:
+        if "conversation" in run.get_deferred_fields():
+            conversation, calls = Run.objects.values_list("conversation", "tool_invocations").get(
+                pk=run.pk
+            )
+            return events_of(conversation, calls)
+        return events_of(run.conversation, run.tool_invocations)
+
+    return {
+        "run": run,
+        "events": SimpleLazyObject(load),
+        "generation": Generation.objects.current(),
+    }
+
+
+def find_run(skill: str, number: int, eval_id: str, condition: str, run: int) -> Run:
+    """The run the URL names, without its transcript (loaded when a cached region misses)."""
+    if not (findable(skill) and findable(eval_id) and findable(condition)):
+        raise Http404("No such run.")
+    try:
+        return (
+            Run.objects.select_related("condition", "iteration__skill")
+            .defer("conversation", "tool_invocations", "artifacts", "final_message", "prompt")
+            .get(
+                iteration__skill__name=skill,
+                iteration__number=number,
+                eval_id=eval_id,
+                condition__name=condition,
+                run_index=run,
+            )
+        )
+    except Run.DoesNotExist:
+        raise Http404(
+            f"Iteration #{number} of {skill} has no run {run} of “{eval_id}” under {condition}."
+        ) from None
+
+
+@require_GET
+def conversation_fragment(
+    request: HttpRequest, skill: str, number: int, eval_id: str, condition: str, run: int
+) -> HttpResponse:
+    """A run's transcript alone, loaded on demand into the eval page by htmx."""
+    found = find_run(skill, number, eval_id, condition, run)
+    return render(request, "runs/_transcript.html", transcript_context(found))
+
+
+@require_GET
+def event_result(
+    request: HttpRequest,
+    skill: str,
+    number: int,
+    eval_id: str,
+    condition: str,
+    run: int,
+    ordinal: int,
+) -> HttpResponse:
+    """One tool call's whole result: swapped in place by htmx, else the text as a page."""
+    found = find_run(skill, number, eval_id, condition, run)
+    conversation, calls = Run.objects.values_list("conversation", "tool_invocations").get(
+        pk=found.pk
+    )
+    for event in conversation or calls or []:
+        if isinstance(event, dict) and event.get("ordinal") == ordinal and "result" in event:
+            text = _text(event["result"])
+            if request.htmx:
+                return render(request, "runs/_transcript_result.html", {"result": text})
+            # nosniff (SecurityMiddleware) keeps a browser from reading the agent's text as HTML.
+            return HttpResponse(text, content_type="text/plain; charset=utf-8")
+    raise Http404(f"Event {ordinal} of this run has no tool result.")
