@@ -8,7 +8,10 @@ from ninja.errors import AuthenticationError
 
 from accounts.auth import docs_access
 from grading.api import router as review_router
+from grading.reviewing import ReviewError
 from runs.api import router as results_router
+from runs.importing import ImportFailure
+from runs.importing.uploads import UploadTooLarge
 
 api = NinjaAPI(
     title="evalsite",
@@ -28,6 +31,18 @@ api.add_router("/", review_router)
 @api.exception_handler(Http404)
 def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
     return api.create_response(request, {"detail": str(exc) or "Not found"}, status=404)
+
+
+@api.exception_handler(ImportFailure)
+def import_failed(request: HttpRequest, exc: ImportFailure) -> HttpResponse:
+    """Nothing was imported: the importer's one-line error, 413 for an upload too large."""
+    status = 413 if isinstance(exc, UploadTooLarge) else 400
+    return api.create_response(request, {"detail": exc.message}, status=status)
+
+
+@api.exception_handler(ReviewError)
+def review_refused(request: HttpRequest, exc: ReviewError) -> HttpResponse:
+    return api.create_response(request, {"detail": str(exc)}, status=400)
 
 
 @api.exception_handler(AuthenticationError)

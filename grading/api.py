@@ -1,4 +1,8 @@
-"""The JSON API's review endpoints: notes on runs and overrides of assertion results."""
+"""The JSON API's review endpoints: notes on runs and overrides of assertion results.
+
+A review that cannot be recorded raises ReviewError, which the API's exception handler
+answers with a 400 and its one-line reason.
+"""
 
 # No `from __future__ import annotations`: ninja and pydantic read these annotations at
 # runtime to build the request parsers and the OpenAPI document.
@@ -10,10 +14,10 @@ from django.shortcuts import get_object_or_404
 from ninja import Router, Schema, Status
 
 from accounts.auth import WRITE_AUTH
-from runs.api import ReviewOut, review_out
+from runs.api.schemas import ErrorOut, ReviewOut
 from runs.models import Run
 
-from .models import AssertionResult
+from .models import AssertionResult, Review
 from .reviewing import ReviewError, add_note, override
 
 router = Router(tags=["review"], auth=WRITE_AUTH)
@@ -25,10 +29,6 @@ class ReviewIn(Schema):
     text: str
     assertion_id: str | None = None
     passed: bool | None = None
-
-
-class ErrorOut(Schema):
-    detail: str
 
 
 @router.post(
@@ -46,24 +46,18 @@ def create_review(
     body: ReviewIn,
 ) -> Any:
     found = Run.objects.get_by_address_or_404(skill, number, eval_id, condition, run)
-    try:
-        if body.assertion_id is None:
-            if body.passed is not None:
-                return Status(
-                    400, {"detail": "passed: an override needs the assertion_id it overrides"}
-                )
-            review = add_note(run=found, author=request.user, text=body.text)
-        else:
-            if body.passed is None:
-                return Status(
-                    400, {"detail": "passed: an override needs the verdict (true or false)"}
-                )
-            result = get_object_or_404(
-                AssertionResult, grading__run=found, assertion_id=body.assertion_id, is_meta=False
-            )
-            review = override(
-                result=result, author=request.user, passed=body.passed, reason=body.text
-            ).review
-    except ReviewError as exc:
-        return Status(400, {"detail": str(exc)})
-    return Status(201, review_out(review))
+    return Status(201, _review(found, body, author=request.user))
+
+
+def _review(run: Run, body: ReviewIn, *, author: Any) -> Review:
+    """The note or override `body` asks for, recorded; ReviewError (a 400) when it cannot be."""
+    if body.assertion_id is None:
+        if body.passed is not None:
+            raise ReviewError("passed: an override needs the assertion_id it overrides")
+        return add_note(run=run, author=author, text=body.text)
+    if body.passed is None:
+        raise ReviewError("passed: an override needs the verdict (true or false)")
+    result = get_object_or_404(
+        AssertionResult, grading__run=run, assertion_id=body.assertion_id, is_meta=False
+    )
+    return override(result=result, author=author, passed=body.passed, reason=body.text).review

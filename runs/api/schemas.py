@@ -1,0 +1,270 @@
+"""The API's response schemas: each reads the attributes of the object it is given.
+
+The endpoints hand these the models and the statistics' dataclasses as they are; a
+`resolve_<field>` says where a field comes from when it is not an attribute of that name.
+"""
+
+# No `from __future__ import annotations`: ninja and pydantic read these annotations at
+# runtime to build the request parsers and the OpenAPI document.
+
+from datetime import datetime
+from typing import Any
+
+from ninja import Schema
+from pydantic import Field
+
+from ..names import address
+
+
+class IntervalOut(Schema):
+    low: float
+    high: float
+
+
+class ScoreOut(Schema):
+    mean: float
+    n_evals: int
+    n_runs: int
+    interval: IntervalOut | None
+    per_eval: dict[str, float]
+
+
+class ProportionOut(Schema):
+    successes: int
+    n: int
+    rate: float | None
+    interval: IntervalOut | None
+
+
+class ConditionOut(Schema):
+    name: str
+    role: str
+    loads_skill: bool
+    score: ScoreOut | None
+    sentence: str
+    runs: int
+    graded: int
+    errored: int
+    invocation: ProportionOut | None
+    false_trigger: ProportionOut | None
+    mean_tokens: float | None
+    mean_duration_ms: float | None
+
+
+class DeltaOut(Schema):
+    treatment: str
+    control: str
+    mean: float
+    n: int
+    se: float | None
+    interval: IntervalOut | None
+    p_value: float | None
+    signal: str
+
+
+class IterationOut(Schema):
+    # Reads an `analysis.IterationSummary`: its iteration's fields and the statistics.
+    number: int = Field(alias="iteration.number")
+    label: str = Field(alias="iteration.label")
+    mode: str = Field(alias="iteration.mode")
+    source_kind: str = Field(alias="iteration.source_kind")
+    agent_model: str = Field(alias="iteration.agent_model")
+    judge_model: str = Field(alias="iteration.judge_model")
+    generated_at: datetime | None = Field(alias="iteration.generated_at")
+    validity_warnings: list[str]
+    conditions: list[ConditionOut]
+    treatment: str | None
+    control: str | None
+    delta: DeltaOut | None
+    verdict: str
+    gain_per_1k_tokens: float | None
+    evals: list[str]
+    zero_assertion_evals: list[str]
+    #: None for a name stored before names were validated, that no address can hold.
+    url: str | None
+
+    @staticmethod
+    def resolve_validity_warnings(summary: Any) -> list[str]:
+        return list(summary.iteration.validity_warnings)
+
+    @staticmethod
+    def resolve_treatment(summary: Any) -> str | None:
+        return summary.treatment.name if summary.treatment else None
+
+    @staticmethod
+    def resolve_control(summary: Any) -> str | None:
+        return summary.control.name if summary.control else None
+
+    @staticmethod
+    def resolve_url(summary: Any) -> str | None:
+        return address(summary.iteration.get_absolute_url)
+
+
+class SkillOut(Schema):
+    # Reads an `overview.SkillRow`: the skill and its latest iteration's summary.
+    name: str = Field(alias="skill.name")
+    description: str = Field(alias="skill.description")
+    iterations: int
+    latest: IterationOut | None
+    #: None for a name stored before names were validated, that no address can hold.
+    url: str | None
+
+    @staticmethod
+    def resolve_latest(row: Any) -> Any:
+        return row.summary if row.latest and row.summary else None
+
+    @staticmethod
+    def resolve_url(row: Any) -> str | None:
+        return address(row.skill.get_absolute_url)
+
+
+class ResultOut(Schema):
+    id: int
+    assertion_id: str
+    is_meta: bool
+    passed: bool
+    override_passed: bool | None
+    effective_passed: bool
+    evidence: str
+    confidence: float | None
+    needs_review: bool
+    grader: str
+    text: str
+
+
+class GradingOut(Schema):
+    passed: int
+    failed: int
+    total: int
+    pass_rate: float
+    summary_computed: bool
+    original_summary: dict[str, float] | None
+    skill_invoked: bool | None
+    results: list[ResultOut]
+
+
+class ReviewOut(Schema):
+    kind: str
+    source: str
+    author: str | None
+    assertion_id: str
+    original_passed: bool | None
+    overridden_passed: bool | None
+    text: str
+    created_at: datetime
+
+    @staticmethod
+    def resolve_author(review: Any) -> str | None:
+        return review.author.get_username() if review.author else None
+
+
+class RunOut(Schema):
+    eval_id: str
+    condition: str = Field(alias="condition.name")
+    run_index: int
+    status: str
+    total_tokens: int | None
+    duration_ms: int | None
+    skill_called: bool | None
+    grading: GradingOut | None
+    reviews: list[ReviewOut]
+    #: None for a name stored before names were validated, that no address can hold.
+    url: str | None
+
+    @staticmethod
+    def resolve_grading(run: Any) -> Any:
+        return getattr(run, "grading", None)  # a run without grading.json has none
+
+    @staticmethod
+    def resolve_url(run: Any) -> str | None:
+        return address(run.get_absolute_url)
+
+
+class RunDetailOut(RunOut):
+    final_message: str
+    conversation: list[dict[str, Any]]
+    tool_invocations: list[dict[str, Any]]
+
+    @staticmethod
+    def resolve_conversation(run: Any) -> list[dict[str, Any]]:
+        return list(run.conversation or [])
+
+    @staticmethod
+    def resolve_tool_invocations(run: Any) -> list[dict[str, Any]]:
+        return list(run.tool_invocations or [])
+
+
+class EvalChangeOut(Schema):
+    eval_id: str
+    treatment_before: float | None
+    treatment_after: float | None
+    treatment_change: float | None
+    treatment_change_interval: IntervalOut | None
+    delta_before: float | None
+    delta_after: float | None
+    delta_change: float | None
+    p_value: float | None
+    adjusted_p: float | None
+    badge: str | None
+
+    @staticmethod
+    def resolve_treatment_change(change: Any) -> float | None:
+        return change.treatment_change.value if change.treatment_change else None
+
+    @staticmethod
+    def resolve_treatment_change_interval(change: Any) -> Any:
+        return change.treatment_change.interval if change.treatment_change else None
+
+    @staticmethod
+    def resolve_delta_change(change: Any) -> float | None:
+        return change.delta_change.value if change.delta_change else None
+
+
+class FlipOut(Schema):
+    eval_id: str
+    assertion_id: str
+    role: str
+    direction: str
+    rate_before: float = Field(alias="before.rate")
+    rate_after: float = Field(alias="after.rate")
+
+    @staticmethod
+    def resolve_role(flip: Any) -> str:
+        return str(flip.role)
+
+
+class CompareOut(Schema):
+    # Reads a `reports.Comparison`: the two iterations and `stats.IterationComparison`.
+    before: int = Field(alias="before.number")
+    after: int = Field(alias="after.number")
+    before_label: str = Field(alias="result.before_label")
+    after_label: str = Field(alias="result.after_label")
+    verdict: str
+    treatment_change: DeltaOut | None = Field(alias="result.treatment_change")
+    delta_change: DeltaOut | None = Field(alias="result.delta_change")
+    warnings: list[str]
+    evals: list[EvalChangeOut] = Field(alias="result.evals")
+    flips: list[FlipOut] = Field(alias="result.flips")
+
+
+class ImportOut(Schema):
+    # Reads an `importing.ImportReport`.
+    summary: str
+    counts: dict[str, dict[str, int]]
+    notes: list[str]
+    #: With keep_going: one line per iteration or skill folder that was refused.
+    rejected: list[str]
+    #: Folders holding result files that were not imported, each with the reason.
+    unimported: list[str]
+
+    @staticmethod
+    def resolve_summary(report: Any) -> str:
+        return report.summary()
+
+    @staticmethod
+    def resolve_counts(report: Any) -> dict[str, dict[str, int]]:
+        return {kind: dict(counter) for kind, counter in report.counts.items()}
+
+
+class ErrorOut(Schema):
+    detail: str
