@@ -10,10 +10,11 @@ import hashlib
 import secrets
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.conf import settings
 from django.db import models
+from django.urls import Resolver404, resolve
 from django.utils import timezone
 
 from runs.models import Skill
@@ -153,6 +154,25 @@ class ShareLink(Secret):
         if self.kind == self.Kind.COMPARE:
             return url_name == "compare" and dict(query) == self.compare_query
         return True
+
+    def opens(self, address: str) -> bool:
+        """Whether the link's holder may open `address` (a path on this site, with its query).
+
+        What the access middleware would let through, asked before a page shows a link, so a
+        shared view shows only links that work inside what was shared.
+        """
+        parts = urlsplit(address)
+        if parts.scheme or parts.netloc or not parts.path.startswith("/"):
+            return False
+        try:
+            match = resolve(unquote(parts.path))
+        except Resolver404:
+            return False
+        if match.namespace != "runs":
+            return False
+        # As the middleware reads request.GET: the last value of each key, blanks kept.
+        query = dict(parse_qsl(parts.query, keep_blank_values=True))
+        return self.covers(match.url_name, match.kwargs, query)
 
     @property
     def compare_query(self) -> dict[str, str]:

@@ -6,13 +6,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, resolve, reverse
 from django.utils import timezone
 
 from runs.models import Skill
 
-from .models import ShareLink
+from .models import ShareLink, digest
 
 #: Which dashboard views can be shared, i.e. the ones that belong to one skill.
 SHAREABLE = {kind.value for kind in ShareLink.Kind}
@@ -75,3 +77,51 @@ def share_view(
     secret = link.set_secret()
     link.save()
     return CreatedLink(link=link, secret=secret)
+
+
+#: Cookie holding the tokens of the share links this browser opened ("pk:token,…"), so that
+#: "Copy link" in a shared view can copy a link that works for the next person. The database
+#: keeps only digests; this browser had the token already (it opened /s/<token>/).
+SECRETS_COOKIE = "evalsite_shares"
+#: Links remembered per browser, newest first.
+SECRETS_KEPT = 20
+
+
+def _secrets(request: HttpRequest) -> dict[int, str]:
+    pairs: dict[int, str] = {}
+    for item in request.COOKIES.get(SECRETS_COOKIE, "").split(","):
+        pk, _, secret = item.partition(":")
+        if pk.isdigit() and secret:
+            pairs.setdefault(int(pk), secret)
+    return pairs
+
+
+def remember_secret(
+    request: HttpRequest, response: HttpResponse, link: ShareLink, secret: str
+) -> None:
+    """Keep the link's token in this browser's cookie (HttpOnly, like the session's)."""
+    kept = {link.pk: secret, **{pk: s for pk, s in _secrets(request).items() if pk != link.pk}}
+    value = ",".join(f"{pk}:{s}" for pk, s in list(kept.items())[:SECRETS_KEPT])
+    response.set_cookie(
+        SECRETS_COOKIE,
+        value,
+        max_age=settings.SESSION_COOKIE_AGE,
+        secure=settings.SESSION_COOKIE_SECURE,
+        httponly=True,
+        samesite="Lax",
+    )
+
+
+def shared_address(request: HttpRequest, link: ShareLink) -> str:
+    """The share link that opens the page being viewed, for "Copy link"; "" if unknown.
+
+    `/s/<token>/` opens the shared view; `?to=` adds the page beneath it being looked at.
+    """
+    secret = _secrets(request).get(link.pk)
+    if not secret or digest(secret) != link.digest:
+        return ""
+    address = reverse("share", args=[secret])
+    here = request.get_full_path()
+    if here != link.path and link.opens(here):
+        address += "?" + urlencode({"to": here})
+    return request.build_absolute_uri(address)

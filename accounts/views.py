@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 from .forms import ShareForm, TokenForm
 from .middleware import remember
 from .models import ApiToken, ShareLink
-from .sharing import NotShareable, share_view
+from .sharing import NotShareable, remember_secret, share_view
 
 #: Failed logins allowed per username and address within LOGIN_WINDOW seconds.
 LOGIN_ATTEMPTS = 10
@@ -129,10 +129,17 @@ def revoke_share(request: HttpRequest, pk: int) -> HttpResponse:
 @login_not_required
 @require_GET
 def open_share(request: HttpRequest, token: str) -> HttpResponse:
-    """Open a share link: remember it in this browser's session, then show the shared view."""
+    """Open a share link: remember it in this browser's session, then show the shared view.
+
+    `?to=` names a page inside the link's scope to open instead (what "Copy link" in a
+    shared view copies); anything else opens the shared view itself.
+    """
     link = ShareLink.objects.find(token)
     if link is None:
         return render(request, "accounts/share_invalid.html", status=404)
     remember(request, link)
     link.touch()
-    return redirect(link.path)
+    target = request.GET.get("to", "")
+    response = redirect(target if target and link.opens(target) else link.path)
+    remember_secret(request, response, link, token)
+    return response

@@ -21,6 +21,7 @@ from grading.models import AssertionResult
 from . import stats
 from .importing.eval_magic import DEFAULT_ORDER
 from .models import Condition, EvalCase, Iteration, Role, Run
+from .warnings import messages
 
 
 @dataclass(frozen=True)
@@ -69,10 +70,34 @@ class IterationSummary:
 
     @property
     def gain_per_1k_tokens(self) -> float | None:
-        """Pass-rate gain per extra 1k tokens the treatment spends; None if it spends none."""
-        if self.delta is None or self.token_delta is None:
+        """Pass-rate gain per extra 1k tokens the treatment spends.
+
+        None unless the treatment spends meaningfully more (MEANINGFUL_TOKENS): divided by a
+        difference of a few tokens, noise in the token counts made ratios in the thousands.
+        """
+        if self.delta is None or self.token_delta is None or self.control is None:
+            return None
+        if not meaningful_token_difference(self.token_delta, self.control.mean_tokens):
             return None
         return stats.pass_rate_gain_per_1k_tokens(self.delta.mean, self.token_delta)
+
+    @property
+    def power_note(self) -> str:
+        """Why the delta cannot be significant with this few evals, and how many it needs."""
+        return stats.power_note(self.delta)
+
+
+#: A token difference worth a price: at least this many tokens a run, and this share of the
+#: control's mean.
+MEANINGFUL_TOKENS = 500
+MEANINGFUL_TOKEN_SHARE = 0.05
+
+
+def meaningful_token_difference(token_delta: float, control_tokens: float | None) -> bool:
+    """Whether the treatment spends enough more tokens for "gain per 1k tokens" to mean much."""
+    if token_delta < MEANINGFUL_TOKENS:
+        return False
+    return not control_tokens or token_delta >= MEANINGFUL_TOKEN_SHARE * control_tokens
 
 
 def _mean(total: float | None, n: int) -> float | None:
@@ -370,6 +395,6 @@ def eval_magic_benchmark(iteration: Iteration) -> dict[str, Any]:
         skill_conditions={c.name for c in conditions if c.loads_skill},
         generated=generated,
         baseline=iteration.baseline or None,
-        validity_warnings=iteration.validity_warnings,
+        validity_warnings=messages(iteration.validity_warnings),
         outcomes=assertion_outcomes([iteration]),
     )

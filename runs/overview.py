@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db.models import Q
-from django.utils.safestring import SafeString, mark_safe
 
 from . import charts
 from .analysis import IterationSummary, summarise_iterations
@@ -121,25 +121,28 @@ def _point(summary: IterationSummary) -> charts.TrendPoint:
         mode=iteration.mode,
         conditions=conditions,
         delta=charts.DeltaPoint.from_paired(summary.delta),
-        significant=bool(summary.delta and summary.delta.significant),
+        signal=summary.delta.signal if summary.delta else "noise",
         url=iteration.get_absolute_url(),
+        tool=TOOLS.get(iteration.source_kind, ""),
     )
 
 
-CHARTS = {
-    "score": charts.score_trend_figure,
-    "delta": charts.delta_trend_figure,
-    "invocation": charts.invocation_trend_figure,
-    "cost": charts.cost_trend_figure,
+#: The program that wrote an iteration's results, by the iteration's source kind.
+TOOLS = {
+    "eval-magic": "eval-magic",
+    "eval-magic-baseline": "eval-magic",
+    "skill-creator": "skill-creator",
 }
 
 
 @dataclass
 class SkillTrends:
-    """The skill page's data: its charts and a summary per iteration."""
+    """The skill page's data: its charts, their tables and a summary per iteration."""
 
-    #: Chart name → the figure as JSON that is safe inside <script> (charts.figure_json).
-    figures: dict[str, SafeString]
+    #: Chart name → the plotly figure (a dict, for `json_script`).
+    figures: dict[str, dict[str, Any]]
+    #: Chart name → the same numbers as a table, for pages read without JavaScript.
+    tables: dict[str, charts.ChartTable]
     #: Newest first, as the iteration table lists them.
     summaries: list[IterationSummary]
 
@@ -147,10 +150,6 @@ class SkillTrends:
 def skill_trends(skill: Skill) -> SkillTrends:
     """The skill page's charts and iteration table, from one `trend_points`."""
     points, summaries = trend_points(skill)
-    figures = {}
-    if points:
-        # figure_json escapes < > & and line separators: safe inside <script>.
-        figures = {
-            name: mark_safe(charts.figure_json(build(points))) for name, build in CHARTS.items()
-        }
-    return SkillTrends(figures=figures, summaries=summaries[::-1])
+    figures = {name: build(points) for name, build in charts.CHARTS.items()} if points else {}
+    tables = charts.chart_tables(points) if points else {}
+    return SkillTrends(figures=figures, tables=tables, summaries=summaries[::-1])

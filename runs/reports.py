@@ -13,6 +13,10 @@ from .models import EvalCase, Iteration
 
 #: Filters of the iteration page, in the order the form shows them.
 FILTERS = ("failures", "flaky", "changed")
+#: Matrix rows the iteration page shows before "show all N evals" (about two screenfuls).
+MATRIX_FIRST_ROWS = 40
+#: Items of each assertion list the iteration page shows before "all N".
+LIST_FIRST_ITEMS = 5
 #: The assertion classes the iteration page lists.
 SHOWN_CLASSES = frozenset(
     {
@@ -74,6 +78,24 @@ class EvalRow:
 
 
 @dataclass
+class Matrix:
+    """The matrix rows a page shows of those that pass its filters, and how many there are."""
+
+    rows: list[EvalRow]
+    total: int
+    tag: str = ""
+    only: frozenset[str] = frozenset()
+
+    @property
+    def hidden(self) -> int:
+        return self.total - len(self.rows)
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.tag or self.only)
+
+
+@dataclass
 class IterationDetail:
     summary: IterationSummary
     previous: Iteration | None
@@ -95,6 +117,23 @@ class IterationDetail:
             if name in only:
                 rows = [r for r in rows if getattr(r, name)]
         return rows
+
+    def matrix(
+        self, *, tag: str = "", only: set[str] | frozenset[str] = frozenset(), limit: int | None
+    ) -> Matrix:
+        """The filtered rows, the first `limit` of them (all for None), and their count."""
+        rows = self.filtered(tag=tag, only=only)
+        shown = rows if limit is None else rows[:limit]
+        return Matrix(shown, len(rows), tag, frozenset(only))
+
+    @property
+    def assertion_class_count(self) -> int:
+        return sum(len(items) for items in self.assertion_classes.values())
+
+    @property
+    def assertion_classes_shown(self) -> int:
+        """How many of them the iteration page lists, LIST_FIRST_ITEMS of each class."""
+        return sum(min(len(items), LIST_FIRST_ITEMS) for items in self.assertion_classes.values())
 
 
 def iteration_detail(iteration: Iteration) -> IterationDetail:
@@ -192,6 +231,8 @@ class Comparison:
     after_side: stats.IterationRuns
     result: stats.IterationComparison
     warnings: list[str]
+    #: eval id → what a person reads (skill-creator's `eval_name`), where it differs.
+    names: dict[str, str] = field(default_factory=dict)
 
     @property
     def verdict(self) -> str:
@@ -272,4 +313,10 @@ def compare(
         warnings = stats.comparison_warnings(
             _profile(before, b.outcomes), _profile(after, a.outcomes)
         )
-    return Comparison(before, after, b, a, result, warnings)
+    names = dict(
+        EvalCase.objects.filter(runs__iteration__in=[before, after])
+        .exclude(name="")
+        .order_by("created_at")
+        .values_list("eval_id", "name")
+    )
+    return Comparison(before, after, b, a, result, warnings, names)

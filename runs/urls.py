@@ -15,6 +15,13 @@ urlpatterns = [
     path("skills/<str:skill>/compare/", views.compare_page, name="compare"),
     path(iteration, views.iteration_page, name="iteration"),
     path(iteration + "benchmark.json", views.benchmark_json, name="benchmark"),
+    path(
+        iteration + "assertions/",
+        views.iteration_list,
+        {"kind": "assertion_classes"},
+        name="assertion_classes",
+    ),
+    path(iteration + "flaky/", views.iteration_list, {"kind": "flaky"}, name="flaky"),
     path(iteration + "evals/<str:eval_id>/", views.eval_page, name="eval"),
     path(run, views.run_page, name="run"),
     path(run + "conversation/", transcript.conversation_fragment, name="conversation"),

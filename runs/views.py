@@ -28,7 +28,7 @@ from .importing.uploads import UploadTooLarge, import_upload
 from .models import Condition, Generation, Iteration, Run, Skill
 from .names import findable
 from .overview import skill_rows, skill_trends, sort_rows
-from .reports import compare, iteration_detail
+from .reports import LIST_FIRST_ITEMS, MATRIX_FIRST_ROWS, compare, iteration_detail
 from .transcript import transcript_context
 
 
@@ -64,7 +64,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     form = OverviewForm(request.GET)
     query, sort = form.choice()
     template_name = "runs/overview.html"
-    if request.htmx:
+    if _fragment(request):
         template_name += "#skill-table"
     context = {
         "form": form,
@@ -100,12 +100,24 @@ class IterationFilterForm(forms.Form):
         ],
         widget=forms.CheckboxSelectMultiple,
     )
+    #: "all": the whole matrix; by default the first MATRIX_FIRST_ROWS rows and a count.
+    rows = forms.ChoiceField(required=False, choices=[("", "first rows"), ("all", "all rows")])
 
     def filters(self) -> dict[str, Any]:
         """The matrix filters asked for; none when the query string is not valid."""
         if not self.is_valid():
             return {"tag": "", "only": set()}
         return {"tag": self.cleaned_data["tag"], "only": set(self.cleaned_data["only"])}
+
+    def limit(self) -> int | None:
+        """How many matrix rows to show: None for all of them."""
+        show_all = self.is_valid() and self.cleaned_data["rows"] == "all"
+        return None if show_all else MATRIX_FIRST_ROWS
+
+
+def _fragment(request: HttpRequest) -> bool:
+    """An htmx request for part of a page; not htmx restoring a page it has no copy of."""
+    return bool(request.htmx) and not request.htmx.history_restore_request
 
 
 @require_GET
@@ -115,15 +127,34 @@ def iteration_page(request: HttpRequest, skill: str, number: int) -> HttpRespons
     form = IterationFilterForm(request.GET)
     detail = SimpleLazyObject(lambda: iteration_detail(iteration))
     template_name = "runs/iteration.html"
-    if request.htmx:
+    if _fragment(request):
         template_name += "#matrix"
     context = {
         "skill": iteration.skill,
         "iteration": iteration,
         "form": form,
         "detail": detail,
-        "rows": SimpleLazyObject(lambda: detail.filtered(**form.filters())),
+        "matrix": SimpleLazyObject(lambda: detail.matrix(**form.filters(), limit=form.limit())),
+        "list_limit": LIST_FIRST_ITEMS,
         "reviews": SimpleLazyObject(lambda: _reviews(iteration)),
+        "generation": Generation.objects.current(),
+    }
+    return render(request, template_name, context)
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def iteration_list(request: HttpRequest, skill: str, number: int, kind: str) -> HttpResponse:
+    """An iteration's assertion classes or flaky assertions in full: a page, or (htmx) the
+    list alone, which the iteration page's "all N" link loads in place of its first few."""
+    iteration = Iteration.objects.get_by_address_or_404(skill, number)
+    template_name = f"runs/_{kind}.html" if _fragment(request) else "runs/iteration_list.html"
+    context = {
+        "skill": iteration.skill,
+        "iteration": iteration,
+        "kind": kind,
+        "detail": SimpleLazyObject(lambda: iteration_detail(iteration)),
+        "limit": None,
         "generation": Generation.objects.current(),
     }
     return render(request, template_name, context)

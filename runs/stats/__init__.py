@@ -50,6 +50,7 @@ from .intervals import (
     welch_interval,
     wilson_interval,
 )
+from .power import evals_needed, evals_to_reach, power_note, smallest_p_value
 from .rows import (
     CONTROL_CONDITIONS,
     TREATMENT_CONDITIONS,
@@ -122,6 +123,8 @@ __all__ = [
     "count_phrase",
     "delta_treatment_minus_control",
     "delta_verdict",
+    "evals_needed",
+    "evals_to_reach",
     "false_trigger_rate",
     "flaky_assertions",
     "flipped_assertions",
@@ -139,6 +142,7 @@ __all__ = [
     "pass_hat_k",
     "pass_rate_gain_per_1k_tokens",
     "per_eval_scores",
+    "power_note",
     "rate_sentence",
     "regularized_incomplete_beta",
     "repeated_run_score",
@@ -148,6 +152,7 @@ __all__ = [
     "sign_flip_p_value",
     "signed",
     "skill_invocation_rate",
+    "smallest_p_value",
     "t_cdf",
     "t_interval",
     "t_quantile",

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlencode
 
 from django import template
-from django.http import QueryDict
-from django.utils.html import format_html
+from django.urls import NoReverseMatch, reverse
 
+from runs.charts.colours import condition_colour
 from runs.stats import format_interval, signed
 
 register = template.Library()
@@ -54,31 +55,75 @@ def tokens(value: float | None) -> str:
     return f"{value / 1000:.1f}k" if value >= 1000 else f"{value:.0f}"
 
 
-@register.simple_tag(takes_context=True)
-def query_with(context: template.Context, **changes: Any) -> str:
-    """The current query string with some parameters replaced (None removes one)."""
-    query: QueryDict = context["request"].GET.copy()
-    for key, value in changes.items():
-        if value is None or value == "":
-            query.pop(key, None)
-        else:
-            query[key] = value
-    encoded = query.urlencode()
-    return f"?{encoded}" if encoded else "?"
-
-
-@register.simple_tag(takes_context=True)
-def sort_link(context: template.Context, key: str, label: str, first: str = "desc") -> str:
+@register.inclusion_tag("runs/_sort_link.html", takes_context=True)
+def sort_link(
+    context: template.Context, key: str, label: str, first: str = "desc"
+) -> dict[str, Any]:
     """A column header that sorts by `key`, toggling direction; works with and without htmx."""
     current = context.get("sort", "")
     if current == key:
-        target, arrow = f"-{key}", " ▲"
+        target, arrow = f"-{key}", "▲"
     elif current == f"-{key}":
-        target, arrow = key, " ▼"
+        target, arrow = key, "▼"
     else:
         target, arrow = (f"-{key}" if first == "desc" else key), ""
-    url = query_with(context, sort=target)
-    return format_html('<a href="{}" hx-get="{}">{}{}</a>', url, url, label, arrow)
+    # The link itself is built by Django's {% querystring %} in the template.
+    return {"request": context["request"], "target": target, "arrow": arrow, "label": label}
+
+
+@register.filter
+def tokens_delta(value: float | None) -> str:
+    """A token difference as "+120" or "−1.5k"."""
+    if value is None:
+        return "–"
+    text = tokens(abs(value))
+    return text if text in {"0", "0.0k"} else ("+" if value > 0 else "\u2212") + text
+
+
+@register.filter
+def name_of(names: dict[str, str], eval_id: str) -> str:
+    """An eval's name from an {eval id: name} mapping; the id when it has none."""
+    return names.get(eval_id) or eval_id
+
+
+@register.filter
+def head(items: Any, limit: int | None) -> Any:
+    """The first `limit` items; all of them for None."""
+    return items if limit is None else items[:limit]
+
+
+@register.simple_tag(takes_context=True)
+def scoped_url(context: template.Context, name: str, *args: Any, **query: Any) -> str:
+    """The address of a page (`query` as its query string), or "" when there is none to show.
+
+    "" when the visitor came through a share link that does not open that page (a shared
+    view shows no link that would lead to the login page), and for arguments no address can
+    hold (an id stored before ids were validated): `{% if url %}` then shows plain text.
+    """
+    try:
+        address = reverse(name, args=args)
+    except NoReverseMatch:
+        return ""
+    pairs = {key: value for key, value in query.items() if value is not None and value != ""}
+    if pairs:
+        address += "?" + urlencode(pairs)
+    request = context.get("request")
+    link = getattr(request, "share_link", None)
+    if link is not None and not link.opens(address):
+        return ""
+    return address
+
+
+@register.filter
+def iteration_title(iteration: Any) -> str:
+    """ "#3 ask-about-env": the number evalsite gave it, then the label its folder had."""
+    return f"#{iteration.number} {iteration.label}" if iteration.label else f"#{iteration.number}"
+
+
+@register.filter
+def colour(condition: str, role: str = "") -> str:
+    """The condition's colour on every chart and swatch of the site (runs.colours)."""
+    return condition_colour(condition, role or None)
 
 
 @register.filter

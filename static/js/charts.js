@@ -7,8 +7,15 @@
  * Runs on DOMContentLoaded and after every htmx swap. Clicking a point opens the page in its
  * customdata[0] (runs/charts.py puts the iteration's URL there), same-origin only.
  *
+ * The chart's <details class="chart-data"> (its numbers as a table, open for pages read
+ * without JavaScript) folds once the chart is drawn.
+ *
  * Copy link: any [data-copy-link] button copies the page's address (or the attribute's
- * value, when it has one) and says "Copied" for 2 seconds.
+ * value, when it has one: the share link in a shared view) and says "Copied" for 2 seconds.
+ *
+ * Filters: a <form data-sync-url> shows what the address says. htmx's Back restores a
+ * snapshot of the page whose checkboxes and fields hold whatever they held when it was
+ * taken, so on every history restore (and page load) each control is set from the URL.
  */
 (function () {
   "use strict";
@@ -64,6 +71,11 @@
     window.Plotly.newPlot(element, figure.data || [], figure.layout || {}, PLOT_CONFIG).then(
       function (plot) {
         plot.on("plotly_click", followClickedPoint);
+        var figureElement = element.closest("figure");
+        var numbers = figureElement && figureElement.querySelector("details.chart-data");
+        if (numbers) {
+          numbers.open = false;
+        }
       },
       function (error) {
         console.warn("evalsite: could not draw chart", error);
@@ -151,6 +163,27 @@
     });
   }
 
+  // Set every named control of the filter forms from the address (see the header comment).
+  function syncFilters() {
+    var params = new URLSearchParams(window.location.search);
+    document.querySelectorAll("form[data-sync-url]").forEach(function (form) {
+      Array.prototype.forEach.call(form.elements, function (control) {
+        if (!control.name) {
+          return;
+        }
+        if (control.type === "checkbox" || control.type === "radio") {
+          control.checked = params.getAll(control.name).indexOf(control.value) !== -1;
+        } else if (control.tagName === "SELECT" || control.tagName === "INPUT") {
+          var value = params.get(control.name) || "";
+          if (control.tagName === "SELECT" && !control.querySelector('option[value="' + CSS.escape(value) + '"]')) {
+            value = "";
+          }
+          control.value = value;
+        }
+      });
+    });
+  }
+
   function enhance() {
     renderCharts();
     revealCopyButtons();
@@ -160,7 +193,10 @@
   document.addEventListener("click", onClick);
 
   function start() {
+    syncFilters();
     enhance();
+    document.body.addEventListener("htmx:historyRestore", syncFilters);
+    window.addEventListener("pageshow", syncFilters);
     // The whole document, not just the swap target: an outerHTML swap settles elements
     // that are not inside it, and rendered charts are skipped anyway.
     document.body.addEventListener("htmx:afterSettle", enhance);

@@ -43,6 +43,8 @@ RULES: dict[str, tuple[str, str]] = {
     "runs:compare": ("GET", "page"),
     "runs:iteration": ("GET", "page"),
     "runs:benchmark": ("GET", "page"),
+    "runs:assertion_classes": ("GET", "page"),
+    "runs:flaky": ("GET", "page"),
     "runs:eval": ("GET", "page"),
     "runs:run": ("GET", "page"),
     "runs:conversation": ("GET", "page"),
@@ -210,7 +212,15 @@ def test_a_share_link_opens_its_view_and_the_views_beneath_only(world: World) ->
     assert opened.status_code == 302
     assert opened["Location"] == world.link.path
 
-    inside = {"runs:iteration", "runs:benchmark", "runs:eval", "runs:run", "runs:conversation"}
+    inside = {
+        "runs:iteration",
+        "runs:benchmark",
+        "runs:assertion_classes",
+        "runs:flaky",
+        "runs:eval",
+        "runs:run",
+        "runs:conversation",
+    }
     for name, (method, kind) in RULES.items():
         if kind in {"login", "logout", "share-opener", "api-home"}:
             continue

@@ -14,12 +14,15 @@ from django.utils.html import json_script
 from runs.charts import (
     HEIGHT,
     HOVER,
+    PALETTE,
     ConditionPoint,
     DeltaPoint,
     TrendPoint,
+    chart_tables,
+    condition_colour,
     cost_trend_figure,
     delta_trend_figure,
-    figure_json,
+    figure_colours,
     invocation_trend_figure,
     score_trend_figure,
 )
@@ -40,7 +43,7 @@ def without_skill(score: float | None, low: float | None, high: float | None, **
 
 
 def point(number: int, *conditions: ConditionPoint, **kw: Any) -> TrendPoint:
-    kw.setdefault("label", f"iteration-{number}")
+    kw.setdefault("label", f"label-{number}")
     kw.setdefault("url", f"/skills/demo/iterations/{number}/")
     return TrendPoint(number=number, conditions=conditions, **kw)
 
@@ -67,7 +70,7 @@ THREE_ITERATIONS = [
         with_skill(0.8, 0.6, 0.95),
         without_skill(0.5, 0.3, 0.7),
         delta=DeltaPoint(0.3, 0.1, 0.5),
-        significant=True,
+        signal="significant",
     ),
     point(
         4,
@@ -80,7 +83,7 @@ THREE_ITERATIONS = [
         with_skill(0.9, 0.8, 1.0),
         without_skill(0.4, 0.2, 0.6),
         delta=DeltaPoint(0.5, 0.3, 0.7),
-        significant=True,
+        signal="significant",
     ),
 ]
 
@@ -124,13 +127,13 @@ class TestScoreTrend:
         assert xaxis["type"] == "category"
         assert xaxis["categoryarray"] == [2, 10]
         assert xaxis["tickvals"] == [2, 10]
-        assert xaxis["ticktext"] == ["#2 iteration-2", "#10 iteration-10"]
+        assert xaxis["ticktext"] == ["#2 label-2", "#10 label-10"]
 
     def test_hovering_shows_the_iteration_and_the_score_with_its_interval(self):
         line = trace(score_trend_figure(THREE_ITERATIONS), "with_skill")
         url, heading, detail = line["customdata"][0]
         assert url == "/skills/demo/iterations/3/"
-        assert heading == "#3 iteration-3"
+        assert heading == "#3 label-3"
         assert detail == "with_skill: 0.80 (95% CI 0.60 to 0.95)"
         assert line["customdata"][1][2] == "with_skill: 0.70 (no interval)"
         assert "%{customdata[1]}" in line["hovertemplate"]
@@ -147,7 +150,7 @@ class TestScoreTrend:
 class TestDeltaTrend:
     def test_its_error_bars_reach_from_the_mean_to_the_interval_bounds(self):
         figure = delta_trend_figure(THREE_ITERATIONS)
-        helps = trace(figure, "Skill helps")
+        helps = trace(figure, "significant: skill helps")
         assert helps["x"] == [3, 5]
         assert helps["y"] == [0.3, 0.5]
         assert helps["error_y"]["symmetric"] is False
@@ -156,25 +159,38 @@ class TestDeltaTrend:
 
     def test_asymmetric_intervals_give_asymmetric_bars(self):
         figure = delta_trend_figure([point(1, delta=DeltaPoint(0.1, -0.05, 0.6))])
-        bars = trace(figure, "Not distinguishable from noise")["error_y"]
+        bars = trace(figure, "noise")["error_y"]
         assert bars["array"] == pytest.approx([0.5])
         assert bars["arrayminus"] == pytest.approx([0.15])
 
-    def test_markers_say_whether_the_skill_helps_hurts_or_is_noise(self):
+    def test_markers_use_the_three_verdicts_of_the_badges(self):
         points = [
-            point(1, delta=DeltaPoint(0.3, 0.1, 0.5), significant=True),
-            point(2, delta=DeltaPoint(-0.3, -0.5, -0.1), significant=True),
+            point(1, delta=DeltaPoint(0.3, 0.1, 0.5), signal="significant"),
+            point(2, delta=DeltaPoint(-0.3, -0.5, -0.1), signal="significant"),
             point(3, delta=DeltaPoint(0.1, -0.2, 0.4)),
+            point(4, delta=DeltaPoint(0.4, 0.1, 0.7), signal="suggestive"),
         ]
         figure = delta_trend_figure(points)
-        helps = trace(figure, "Skill helps")
-        hurts = trace(figure, "Skill hurts")
-        noise = trace(figure, "Not distinguishable from noise")
-        assert (helps["x"], hurts["x"], noise["x"]) == ([1], [2], [3])
-        colours = {helps["marker"]["color"], hurts["marker"]["color"], noise["marker"]["color"]}
-        assert len(colours) == 3
-        assert helps["customdata"][0][2] == "Δ +0.30 (95% CI +0.10 to +0.50): skill helps"
-        assert noise["customdata"][0][2].endswith("not distinguishable from noise")
+        helps = trace(figure, "significant: skill helps")
+        hurts = trace(figure, "significant: skill hurts")
+        suggestive = trace(figure, "suggestive: skill helps")
+        noise = trace(figure, "noise")
+        assert (helps["x"], hurts["x"], noise["x"], suggestive["x"]) == ([1], [2], [3], [4])
+        colours = {t["marker"]["color"] for t in (helps, hurts, noise, suggestive)}
+        assert len(colours) == 4
+        assert (
+            helps["customdata"][0][2] == "Δ +0.30 (95% CI +0.10 to +0.50): significant: skill helps"
+        )
+        assert suggestive["customdata"][0][2].endswith("suggestive: skill helps")
+        assert noise["customdata"][0][2].endswith("noise: not distinguishable from chance")
+
+    def test_an_iteration_its_badge_calls_suggestive_is_never_drawn_as_significant(self):
+        figure = delta_trend_figure(
+            [point(1, delta=DeltaPoint(0.47, 0.11, 0.83), signal="suggestive")]
+        )
+        assert [t["name"] for t in figure["data"] if t.get("mode") == "markers"] == [
+            "suggestive: skill helps"
+        ]
 
     def test_up_means_the_skill_helps(self):
         figure = delta_trend_figure(THREE_ITERATIONS)
@@ -187,16 +203,19 @@ class TestDeltaTrend:
         assert notes == {"▲ skill helps": 1, "▼ skill hurts": 0}
 
     def test_every_delta_gets_a_marker(self):
-        points = [point(1, delta=DeltaPoint(0.0, 0.0, 0.0), significant=True)]
-        assert trace(delta_trend_figure(points), "Not distinguishable from noise")["x"] == [1]
+        points = [point(1, delta=DeltaPoint(0.0, 0.0, 0.0), signal="significant")]
+        assert trace(delta_trend_figure(points), "noise")["x"] == [1]
 
     def test_iterations_without_a_delta_or_an_interval_do_not_crash(self):
         points = [point(1), point(2, delta=DeltaPoint(0.2)), point(3, delta=None)]
         figure = delta_trend_figure(points)
-        noise = trace(figure, "Not distinguishable from noise")
+        noise = trace(figure, "noise")
         assert noise["x"] == [2]
         assert noise["error_y"]["array"] == [None]
-        assert noise["customdata"][0][2] == "Δ +0.20 (no interval): not distinguishable from noise"
+        assert (
+            noise["customdata"][0][2]
+            == "Δ +0.20 (no interval): noise: not distinguishable from chance"
+        )
 
 
 class TestInvocationTrend:
@@ -263,10 +282,10 @@ class TestEveryFigure:
                 mode=HOSTILE,
                 delta=DeltaPoint(0.1, 0.0, 0.2),
             ),
-            point(2, delta=DeltaPoint(0.2, 0.1, 0.3), significant=True),
+            point(2, delta=DeltaPoint(0.2, 0.1, 0.3), signal="significant"),
         ]
         figure = build(points)
-        for text in (figure_json(figure), json.dumps(figure), str(json_script(figure, "f"))):
+        for text in (str(json_script(figure, "f")),):
             assert "</script><img" not in text
             assert "<img" not in text
         # The only markup is the charts' own hover template; the label reaches plotly as data,
@@ -303,16 +322,13 @@ def strings(value: Any, key: str = "") -> list[tuple[str, str]]:
     return []
 
 
-class TestFigureJson:
-    def test_it_never_contains_a_closing_script_tag(self):
+class TestJsonScript:
+    def test_the_page_writes_figures_with_json_script_that_never_closes_the_script(self):
         figure = {"data": [{"type": "scatter", "name": HOSTILE, "text": ["a & b"]}], "layout": {}}
-        text = figure_json(figure)
-        assert "</" not in text and "<" not in text and ">" not in text and "&" not in text
-        assert json.loads(text) == figure
-
-    def test_it_round_trips_a_chart(self):
-        figure = score_trend_figure(THREE_ITERATIONS)
-        assert json.loads(figure_json(figure)) == figure
+        text = str(json_script(figure, "f"))
+        inner = text[text.index(">") + 1 : text.rindex("</script>")]
+        assert "</" not in inner and "<" not in inner and ">" not in inner and "&" not in inner
+        assert json.loads(inner) == figure
 
 
 class TestFromStats:
@@ -405,3 +421,74 @@ class TestSparkline:
     def test_it_refuses_a_box_without_area(self, size):
         with pytest.raises(ValueError):
             sparkline_svg([0.1, 0.2], **size)
+
+
+class TestColours:
+    def test_a_condition_has_one_colour_on_every_skill(self):
+        alone = score_trend_figure([point(1, with_skill(0.5, None, None))])
+        crowded = score_trend_figure(
+            [
+                point(1, ConditionPoint("aaa", "other", 0.1), without_skill(0.2, None, None)),
+                point(2, ConditionPoint("zzz", "other", 0.3), with_skill(0.5, None, None)),
+            ]
+        )
+        colour = condition_colour("with_skill")
+        assert trace(alone, "with_skill")["line"]["color"] == colour
+        assert trace(crowded, "with_skill")["line"]["color"] == colour
+        assert trace(crowded, "aaa")["line"]["color"] == condition_colour("aaa")
+        assert condition_colour("aaa") == condition_colour("aaa", "other")
+
+    def test_roles_come_first_whatever_the_names(self):
+        assert condition_colour("new_skill") == condition_colour("with_skill") == PALETTE[0]
+        assert condition_colour("old_skill") == condition_colour("without_skill") == PALETTE[1]
+        assert condition_colour("v2", "treatment") == PALETTE[0]
+        assert condition_colour("anything-else") not in PALETTE[:2]
+
+    def test_same_coloured_conditions_of_different_iterations_are_told_apart_by_dashes(self):
+        styles = figure_colours([[("with_skill", None)], [("new_skill", "treatment")]])
+        assert styles == {"new_skill": (PALETTE[0], "solid"), "with_skill": (PALETTE[0], "dash")}
+
+    def test_two_treatments_run_side_by_side_never_share_a_colour(self):
+        styles = figure_colours([[("with_skill", "treatment"), ("with_skill_v2", "treatment")]])
+        assert styles["with_skill"][0] == PALETTE[0]
+        assert styles["with_skill_v2"][0] != PALETTE[0]
+
+
+class TestNotRecorded:
+    def test_an_invocation_chart_of_a_tool_that_records_none_says_so_without_axes(self):
+        points = [point(1, with_skill(0.5, None, None), tool="skill-creator")]
+        figure = invocation_trend_figure(points)
+        assert figure["data"] == []
+        assert figure["layout"]["annotations"][-1]["text"] == (
+            "Skill invocation not recorded by skill-creator"
+        )
+        assert figure["layout"]["xaxis"]["visible"] is False
+        assert figure["layout"]["yaxis"]["visible"] is False
+        assert chart_tables(points)["invocation"].note == (
+            "Skill invocation not recorded by skill-creator"
+        )
+
+
+class TestChartTables:
+    def test_every_chart_has_its_numbers_as_a_table_duration_included(self):
+        points = [
+            point(1, with_skill(0.8, 0.6, 0.95, mean_tokens=12000, mean_duration_ms=30000),
+                  without_skill(0.5, None, None, mean_tokens=9000),
+                  delta=DeltaPoint(0.3, 0.1, 0.5), signal="suggestive"),
+        ]  # fmt: skip
+        tables = chart_tables(points)
+        assert set(tables) == {"score", "delta", "invocation", "cost"}
+        score = tables["score"]
+        assert score.headers == [
+            "Iteration", "with_skill score (95% CI)", "without_skill score (95% CI)"
+        ]  # fmt: skip
+        (row,) = score.rows
+        assert (row.heading, row.url) == ("#1 label-1", "/skills/demo/iterations/1/")
+        assert row.values == ["0.80 (0.60 to 0.95)", "0.50 (no interval)"]
+        assert tables["delta"].rows[0].values == ["+0.30", "+0.10 to +0.50", "suggestive"]
+        cost = tables["cost"]
+        assert "with_skill mean duration" in cost.headers
+        assert cost.rows[0].values == ["12,000", "30.0 s", "9,000", "–"]
+
+    def test_no_iterations_give_tables_that_say_so(self):
+        assert all(t.note == "No data yet" and not t.rows for t in chart_tables([]).values())

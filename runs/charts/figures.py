@@ -1,7 +1,7 @@
-"""Trend charts for a skill's page (SPEC §5), as pure functions from plain rows to figures.
+"""The skill page's trend charts as plotly figures: JSON-safe dicts built from TrendPoints.
 
 Each `*_figure` function takes `TrendPoint`s (one per iteration) and returns a plotly figure
-as a JSON-safe dict, ready for `{{ figure|json_script:"id" }}` and `static/js/charts.js`. The
+as a plain dict, ready for `{{ figure|json_script:"id" }}` and `static/js/charts.js`. The
 dicts are built directly, exactly as plotly's `go.Figure(...).to_json()` would write them
 (tests/runs/test_charts.py validates every figure through plotly): building `go.Figure`s
 on every request cost more than the rest of the skill page.
@@ -15,118 +15,36 @@ charts.js follows on click.
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any
 
-from .stats.intervals import Interval
-from .stats.rows import condition_role
-from .stats.scores import ConditionScore, PairedDelta, Proportion
-from .stats.verdicts import format_interval, signed, unsigned
-
-Role = Literal["treatment", "control", "other"]
-T = TypeVar("T")
+from ..stats.intervals import Interval
+from ..stats.verdicts import format_interval, signed, unsigned
+from .colours import figure_colours
+from .points import ConditionPoint, TrendPoint, segments
 
 HEIGHT = 260
 COST_HEIGHT = 320  # two stacked panels need a little more room than one
 FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif'
 GRID = "#e4e4e7"
 TEXT = "#27272a"
-# Okabe–Ito: distinguishable with the common colour-vision deficiencies. Treatment comes
-# first, control second, so with_skill is blue and without_skill orange on every page.
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000")
-HELPS, HURTS, NOISE = "#1a7f37", "#cf222e", "#6e7781"
+# The badges' colours (static/css/evalsite.css): green, red, amber, grey.
+HELPS, HURTS, SUGGESTIVE, NOISE = "#1a7f37", "#cf222e", "#b7791f", "#6e7781"
 HOVER = "%{customdata[1]}<br>%{customdata[2]}<extra></extra>"
 NO_INTERVAL = "no interval"
-ROLE_ORDER = {"treatment": 0, "control": 1, "other": 2}
+#: The marker of each line style (charts.colours.DASHES).
+MARKERS = {"solid": "circle", "dash": "square", "dot": "diamond", "dashdot": "x"}
+EMPTY = "No data yet"
 
-
-@dataclass(frozen=True)
-class ConditionPoint:
-    """One condition's numbers in one iteration; None where there is nothing to show."""
-
-    name: str
-    role: Role = "other"
-    score: float | None = None
-    low: float | None = None
-    high: float | None = None
-    invocation: float | None = None
-    invocation_low: float | None = None
-    invocation_high: float | None = None
-    mean_tokens: float | None = None
-    mean_duration_ms: float | None = None
-
-    @classmethod
-    def from_stats(
-        cls,
-        name: str,
-        *,
-        score: ConditionScore | None = None,
-        invocation: Proportion | None = None,
-        mean_tokens: float | None = None,
-        mean_duration_ms: float | None = None,
-        role: Role | None = None,
-    ) -> ConditionPoint:
-        """Return the point for a condition from its statistics (role from its name)."""
-        score_ci = score.interval if score else None
-        invocation_ci = invocation.interval if invocation else None
-        return cls(
-            name=name,
-            role=role or condition_role(name) or "other",
-            score=score.mean if score else None,
-            low=score_ci.low if score_ci else None,
-            high=score_ci.high if score_ci else None,
-            invocation=invocation.rate if invocation else None,
-            invocation_low=invocation_ci.low if invocation_ci else None,
-            invocation_high=invocation_ci.high if invocation_ci else None,
-            mean_tokens=mean_tokens,
-            mean_duration_ms=mean_duration_ms,
-        )
-
-
-@dataclass(frozen=True)
-class DeltaPoint:
-    """treatment − control in one iteration, with its interval when there is one."""
-
-    mean: float
-    low: float | None = None
-    high: float | None = None
-
-    @classmethod
-    def from_paired(cls, delta: PairedDelta | None) -> DeltaPoint | None:
-        """Return the point for a paired delta, None for none."""
-        if delta is None:
-            return None
-        ci = delta.interval
-        return cls(delta.mean, ci.low if ci else None, ci.high if ci else None)
-
-
-@dataclass(frozen=True)
-class TrendPoint:
-    """One iteration of a skill, as the trend charts see it."""
-
-    number: int
-    label: str
-    mode: str = ""
-    conditions: tuple[ConditionPoint, ...] = ()
-    delta: DeltaPoint | None = None
-    significant: bool = False
-    url: str = ""
-
-
-def figure_json(figure: Mapping[str, Any]) -> str:
-    """Return the figure as JSON that is safe inside a <script> element."""
-    text = json.dumps(figure)
-    # These characters only occur inside JSON strings, where the escapes mean the same.
-    return (
-        text.replace("<", "\\u003c")
-        .replace(">", "\\u003e")
-        .replace("&", "\\u0026")
-        .replace("\u2028", "\\u2028")
-        .replace("\u2029", "\\u2029")
-    )
+#: The delta chart's marker classes: the three verdicts of the badges, with a direction
+#: where the interval gives one. (legend name, colour, symbol, signal, direction)
+DELTA_CLASSES = (
+    ("significant: skill helps", HELPS, "triangle-up", "significant", 1),
+    ("significant: skill hurts", HURTS, "triangle-down", "significant", -1),
+    ("suggestive: skill helps", SUGGESTIVE, "triangle-up-open", "suggestive", 1),
+    ("suggestive: skill hurts", SUGGESTIVE, "triangle-down-open", "suggestive", -1),
+    ("noise", NOISE, "circle-open", "noise", 0),
+)
 
 
 def score_trend_figure(points: Iterable[TrendPoint]) -> dict[str, Any]:
@@ -141,12 +59,23 @@ def score_trend_figure(points: Iterable[TrendPoint]) -> dict[str, Any]:
 
 def invocation_trend_figure(points: Iterable[TrendPoint]) -> dict[str, Any]:
     """Return each skill-loading condition's invocation rate with its Wilson band."""
+    ordered = _sorted(points)
     return _banded_trend(
-        _sorted(points),
+        ordered,
         lambda c: (c.invocation, c.invocation_low, c.invocation_high),
         value_text=lambda v: f"{v:.0%}",
         yaxis={"title": {"text": "Skill invoked"}, "range": [0, 1.02], "tickformat": ".0%"},
+        empty=not_recorded("skill invocation", ordered),
     )
+
+
+def not_recorded(what: str, points: list[TrendPoint]) -> str:
+    """ "Skill invocation not recorded by skill-creator", or "No data yet" with no iterations."""
+    if not points:
+        return EMPTY
+    tools = sorted({p.tool for p in points if p.tool})
+    by = f" by {' or '.join(tools)}" if tools else ""
+    return f"{what[0].upper()}{what[1:]} not recorded{by}"
 
 
 def delta_trend_figure(points: Iterable[TrendPoint]) -> dict[str, Any]:
@@ -165,14 +94,8 @@ def delta_trend_figure(points: Iterable[TrendPoint]) -> dict[str, Any]:
                 showlegend=False,
             )
         )
-    # Whatever is not clearly up or down is noise, so no point can fall between the classes.
-    classes = (
-        ("Skill helps", HELPS, "triangle-up", lambda d, s: s and d.mean > 0),
-        ("Skill hurts", HURTS, "triangle-down", lambda d, s: s and d.mean < 0),
-        ("Not distinguishable from noise", NOISE, "circle-open", lambda d, s: not s or d.mean == 0),
-    )
-    for name, colour, symbol, belongs in classes:
-        members = [p for p in with_delta if belongs(p.delta, p.significant)]
+    for name, colour, symbol, signal, direction in DELTA_CLASSES:
+        members = [p for p in with_delta if _delta_class(p) == (signal, direction)]
         if not members:
             continue
         traces.append(
@@ -191,7 +114,7 @@ def delta_trend_figure(points: Iterable[TrendPoint]) -> dict[str, Any]:
                     thickness=1.5,
                     width=4,
                 ),
-                customdata=[_hover_row(p, _delta_text(p.delta, p.significant)) for p in members],
+                customdata=[_hover_row(p, _delta_text(p)) for p in members],
                 hovertemplate=HOVER,
             )
         )
@@ -221,7 +144,7 @@ def cost_trend_figure(points: Iterable[TrendPoint]) -> dict[str, Any]:
     """Return mean tokens (top) and mean duration (bottom) per condition across iterations."""
     ordered = _sorted(points)
     traces: list[dict[str, Any]] = []
-    for name, colour in _condition_colours(ordered).items():
+    for name, style in _condition_colours(ordered).items():
         rows = [(p, _condition(p, name)) for p in ordered]
         tokens = [c.mean_tokens if c else None for _, c in rows]
         seconds = [_seconds(c.mean_duration_ms) if c else None for _, c in rows]
@@ -235,7 +158,7 @@ def cost_trend_figure(points: Iterable[TrendPoint]) -> dict[str, Any]:
             # One legend entry per condition; it toggles both panels through legendgroup.
             legend = yaxis == "y"
             traces.append(
-                _line(name, colour, ordered, values, details, yaxis=yaxis, showlegend=legend)
+                _line(name, style, ordered, values, details, yaxis=yaxis, showlegend=legend)
             )
     # Stacked on one x axis, so an iteration's tokens sit straight above its duration and
     # the (long) iteration labels are drawn once.
@@ -252,7 +175,7 @@ def cost_trend_figure(points: Iterable[TrendPoint]) -> dict[str, Any]:
         "domain": [0, 0.44],
         "anchor": "x",
     }
-    return _finish(traces, layout)
+    return _finish(traces, layout, empty=not_recorded("tokens and duration", ordered))
 
 
 def _banded_trend(
@@ -261,36 +184,42 @@ def _banded_trend(
     *,
     value_text: Callable[[float], str],
     yaxis: dict[str, Any],
+    empty: str = EMPTY,
 ) -> dict[str, Any]:
     """A line per condition with a value, each with a shaded band between low and high."""
     traces: list[dict[str, Any]] = []
-    for name, colour in _condition_colours(points).items():
+    for name, style in _condition_colours(points).items():
         rows = [(p, pick(c) if (c := _condition(p, name)) else (None, None, None)) for p in points]
         if all(value is None for _, (value, _, _) in rows):
             continue
-        traces.append(_band(name, colour, [(p.number, lo, hi) for p, (_, lo, hi) in rows]))
+        traces.append(_band(name, style[0], [(p.number, lo, hi) for p, (_, lo, hi) in rows]))
         details = [_value_text(name, value, lo, hi, value_text) for _, (value, lo, hi) in rows]
-        traces.append(_line(name, colour, points, [v for _, (v, _, _) in rows], details))
-    return _finish(traces, _layout(points, yaxis=yaxis))
+        traces.append(_line(name, style, points, [v for _, (v, _, _) in rows], details))
+    return _finish(traces, _layout(points, yaxis=yaxis), empty=empty)
 
 
 def _line(
     name: str,
-    colour: str,
+    style: tuple[str, str],
     points: list[TrendPoint],
     values: list[float | None],
     details: list[str],
     **extra: Any,
 ) -> dict[str, Any]:
-    """A condition's line across iterations; None leaves a gap, details are its hover lines."""
+    """A condition's line across iterations; None leaves a gap, details are its hover lines.
+
+    `style` is (colour, dash); a dashed line also gets its own marker shape, so a lone
+    point of it is told from another condition of the same colour.
+    """
+    colour, dash = style
     return _scatter(
         x=[p.number for p in points],
         y=values,
         name=_text(name),
         legendgroup=_text(name),
         mode="lines+markers",
-        line={"color": colour, "width": 2},
-        marker={"color": colour, "size": 6},
+        line={"color": colour, "width": 2, "dash": dash},
+        marker={"color": colour, "size": 7, "symbol": MARKERS.get(dash, "circle")},
         customdata=[_hover_row(p, d) for p, d in zip(points, details, strict=True)],
         hovertemplate=HOVER,
         **extra,
@@ -345,7 +274,7 @@ def _layout(points: list[TrendPoint], *, yaxis: dict[str, Any]) -> dict[str, Any
             "categoryarray": numbers,
             "tickmode": "array",
             "tickvals": numbers,
-            "ticktext": [f"#{p.number} {_text(p.label)}" for p in points],
+            "ticktext": [_text(p.heading) for p in points],
         },
         "yaxis": {**_axis(), **yaxis},
     }
@@ -361,10 +290,18 @@ def _scatter(**properties: Any) -> dict[str, Any]:
     return {**properties, "type": "scatter"}
 
 
-def _finish(traces: list[dict[str, Any]], layout: dict[str, Any]) -> dict[str, Any]:
-    """The figure: traces and layout, with the "none" template as plotly expands it."""
+def _finish(
+    traces: list[dict[str, Any]], layout: dict[str, Any], *, empty: str = EMPTY
+) -> dict[str, Any]:
+    """The figure: traces and layout, with the "none" template as plotly expands it.
+
+    With no trace there is nothing to read off axes: they are hidden and the chart says why.
+    """
     if not traces:
-        layout["annotations"] = [_note("No data yet", x=0.5, y=0.5, size=12)]
+        layout["annotations"] = [_note(empty, x=0.5, y=0.5, size=12)]
+        for axis in ("xaxis", "yaxis", "yaxis2"):
+            if axis in layout:
+                layout[axis]["visible"] = False
     layout["template"] = {"data": {"scatter": [{"type": "scatter"}]}}
     return {"data": traces, "layout": layout}
 
@@ -383,19 +320,14 @@ def _condition(point: TrendPoint, name: str) -> ConditionPoint | None:
     return next((c for c in point.conditions if c.name == name), None)
 
 
-def _condition_colours(points: list[TrendPoint]) -> dict[str, str]:
-    """Condition name → colour: treatments first, then controls, then others, as first seen."""
-    roles: dict[str, Role] = {}
-    for point in points:
-        for condition in point.conditions:
-            roles.setdefault(condition.name, condition.role)
-    order = sorted(roles, key=lambda name: ROLE_ORDER.get(roles[name], 2))
-    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(order)}
+def _condition_colours(points: list[TrendPoint]) -> dict[str, tuple[str, str]]:
+    """Condition name → its colour on every page and a dash (charts.colours), treatment first."""
+    return figure_colours([(c.name, c.role) for c in p.conditions] for p in points)
 
 
 def _hover_row(point: TrendPoint, detail: str) -> list[str]:
     """customdata for one point: [page URL, iteration heading, escaped detail line]."""
-    heading = f"#{point.number} {_text(point.label)}"
+    heading = _text(point.heading)
     if point.mode:
         heading += f" ({_text(point.mode)})"
     return [point.url, heading, detail]
@@ -414,15 +346,25 @@ def _value_text(
     return f"{_text(name)}: {show(value)} ({ci or NO_INTERVAL})"
 
 
-def _delta_text(delta: DeltaPoint, significant: bool) -> str:
+def _delta_class(point: TrendPoint) -> tuple[str, int]:
+    """(verdict, direction): the badge's word, and up/down where the interval gives one."""
+    delta = point.delta
+    if delta is None or point.signal == "noise" or delta.mean == 0:
+        return ("noise", 0)
+    return (point.signal, 1 if delta.mean > 0 else -1)
+
+
+def _delta_text(point: TrendPoint) -> str:
+    delta = point.delta
     if delta.low is None or delta.high is None:
         ci = NO_INTERVAL
     else:
         ci = f"95% CI {format_interval(Interval(delta.low, delta.high))}"
-    if not significant or delta.mean == 0:
-        verdict = "not distinguishable from noise"
+    signal, direction = _delta_class(point)
+    if signal == "noise":
+        verdict = "noise: not distinguishable from chance"
     else:
-        verdict = "skill helps" if delta.mean > 0 else "skill hurts"
+        verdict = f"{signal}: skill {'helps' if direction > 0 else 'hurts'}"
     return f"Δ {signed(delta.mean)} ({ci}): {verdict}"
 
 
@@ -438,25 +380,6 @@ def _seconds(milliseconds: float | None) -> float | None:
     return None if milliseconds is None else milliseconds / 1000.0
 
 
-def finite_or_none(value: float | None) -> float | None:
-    if value is None:
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
-def segments(values: Sequence[T | None]) -> list[list[tuple[int, T]]]:
-    """Runs of consecutive non-None values, each as (index, value) pairs."""
-    runs: list[list[tuple[int, T]]] = [[]]
-    for index, value in enumerate(values):
-        if value is None:
-            if runs[-1]:
-                runs.append([])
-        else:
-            runs[-1].append((index, value))
-    return [run for run in runs if run]
-
-
 def _rgba(hex_colour: str, alpha: float) -> str:
     red, green, blue = (int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
     return f"rgba({red}, {green}, {blue}, {alpha})"
@@ -465,3 +388,12 @@ def _rgba(hex_colour: str, alpha: float) -> str:
 def _text(value: str) -> str:
     """Return value with & < > as entities: plotly then draws it as typed, never as markup."""
     return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+#: The skill page's charts, by the name its template gives each.
+CHARTS: dict[str, Callable[[Iterable[TrendPoint]], dict[str, Any]]] = {
+    "score": score_trend_figure,
+    "delta": delta_trend_figure,
+    "invocation": invocation_trend_figure,
+    "cost": cost_trend_figure,
+}

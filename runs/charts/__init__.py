@@ -1,0 +1,43 @@
+"""The skill page's trend charts (SPEC §5), as pure functions from plain rows to figures.
+
+- `points`: what a chart reads about one iteration (`TrendPoint`, `ConditionPoint`, …);
+- `figures`: plotly figures as JSON-safe dicts, for `json_script` and static/js/charts.js;
+- `tables`: the same numbers as tables, shown without JavaScript (and a click away with it);
+- `colours`: one colour per condition across the whole site.
+"""
+
+from __future__ import annotations
+
+from .colours import PALETTE, condition_colour, figure_colours
+from .figures import (
+    CHARTS,
+    HEIGHT,
+    HOVER,
+    cost_trend_figure,
+    delta_trend_figure,
+    invocation_trend_figure,
+    score_trend_figure,
+)
+from .points import ConditionPoint, DeltaPoint, TrendPoint, finite_or_none, segments
+from .tables import ChartRow, ChartTable, chart_tables
+
+__all__ = [
+    "CHARTS",
+    "HEIGHT",
+    "HOVER",
+    "PALETTE",
+    "ChartRow",
+    "ChartTable",
+    "ConditionPoint",
+    "DeltaPoint",
+    "TrendPoint",
+    "chart_tables",
+    "condition_colour",
+    "cost_trend_figure",
+    "delta_trend_figure",
+    "figure_colours",
+    "finite_or_none",
+    "invocation_trend_figure",
+    "score_trend_figure",
+    "segments",
+]

@@ -1,0 +1,75 @@
+"""How many evals a delta's permutation test needs: pure functions, no database."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+
+from runs.stats import (
+    PairedDelta,
+    evals_needed,
+    evals_to_reach,
+    power_note,
+    sign_flip_p_value,
+    smallest_p_value,
+)
+
+
+def delta(mean: float, n: int, sd: float | None) -> PairedDelta:
+    se = None if sd is None else sd / math.sqrt(n)
+    return PairedDelta("with_skill", "without_skill", mean, n, se, None, None)
+
+
+@pytest.mark.parametrize("n", range(1, 9))
+def test_the_smallest_p_is_what_the_exact_sign_flip_test_gives_when_every_eval_agrees(n: int):
+    assert sign_flip_p_value([0.5] * n) == pytest.approx(smallest_p_value(n))
+
+
+def test_five_evals_can_never_reach_p_below_005_and_six_can():
+    assert smallest_p_value(5) == pytest.approx(0.0625)
+    assert smallest_p_value(6) < 0.05
+    assert evals_to_reach(0.05) == 6
+    assert evals_to_reach(0.01) == 8
+
+
+def test_the_evals_needed_grow_with_the_spread_and_shrink_with_the_effect():
+    assert evals_needed(0.3, 0.0) == 6  # no spread: the permutation test's own floor
+    small, wide = evals_needed(0.3, 0.3), evals_needed(0.3, 0.6)
+    assert 6 <= small < wide
+    assert evals_needed(0.6, 0.6) < wide
+    assert evals_needed(0.0, 0.3) is None
+    assert evals_needed(0.001, 1.0) is None  # beyond MAX_EVALS
+
+
+def test_the_number_given_is_the_first_whose_interval_excludes_zero():
+    from runs.stats import t_quantile
+
+    n = evals_needed(0.2, 0.5)
+    for m, excludes in ((n - 1, False), (n, True)):
+        half = t_quantile(0.975, m - 1) * 0.5 / math.sqrt(m)
+        assert (half < 0.2) is excludes
+
+
+def test_the_note_says_why_and_how_many_evals_are_needed():
+    note = power_note(delta(0.47, 5, 0.3))
+    assert note.startswith("With 5 evals the permutation test can never reach p < 0.05")
+    assert "2/2⁵ = 0.0625" in note
+    needed = evals_needed(0.47, 0.3)
+    assert note.endswith(f"An effect of +0.47 with this spread needs about {needed} evals.")
+
+
+def test_no_note_once_there_are_enough_evals_and_a_plain_one_without_an_effect():
+    assert power_note(delta(0.1, 6, 0.3)) == ""
+    assert power_note(None) == ""
+    assert power_note(delta(0.0, 3, 0.0)).endswith("Add evals: at least 6 are needed.")
+    assert power_note(delta(0.3, 1, None)).endswith("Add evals: at least 6 are needed.")
+
+
+def test_itertools_agrees_on_two_to_the_n_relabellings():
+    # The exact test enumerates every sign pattern; two of them are the most extreme.
+    n = 4
+    patterns = list(itertools.product((1, -1), repeat=n))
+    extreme = [p for p in patterns if abs(sum(p)) == n]
+    assert len(extreme) / len(patterns) == smallest_p_value(n)
