@@ -141,6 +141,7 @@ INSTALLED_APPS = [
     "ninja",  # serves the API docs' Swagger UI from static files, not a CDN
     "template_partials",
     "runs",
+    "runs.campaigns",
     "grading",
     "accounts",
 ]
@@ -274,6 +275,54 @@ EVALSITE_AGENT_MODEL = os.environ.get("EVALSITE_AGENT_MODEL", "claude-sonnet-5-5
 EVALSITE_JUDGE_MODEL = os.environ.get("EVALSITE_JUDGE_MODEL", "claude-sonnet-5-5")
 EVALSITE_API_MAX_RETRIES = env_int("EVALSITE_API_MAX_RETRIES", 6)
 EVALSITE_API_TIMEOUT = env_float("EVALSITE_API_TIMEOUT", 300.0)
+
+# Where a run's files are kept for every machine: the `runs` storage. By default the
+# workspace folder itself (one machine); EVALSITE_RUN_STORE names a shared directory (NFS…),
+# or EVALSITE_RUN_STORE_BACKEND another Django storage, e.g. django-storages' S3Storage with
+# its OPTIONS as JSON in EVALSITE_RUN_STORE_OPTIONS.
+EVALSITE_RUN_STORE = os.environ.get("EVALSITE_RUN_STORE", "")
+_run_store_backend = os.environ.get("EVALSITE_RUN_STORE_BACKEND", "")
+if _run_store_backend:
+    import json as _json
+
+    try:
+        _run_store_options = _json.loads(os.environ.get("EVALSITE_RUN_STORE_OPTIONS") or "{}")
+    except ValueError as _exc:
+        raise ImproperlyConfigured(f"EVALSITE_RUN_STORE_OPTIONS must be JSON: {_exc}") from None
+    if not isinstance(_run_store_options, dict):
+        raise ImproperlyConfigured("EVALSITE_RUN_STORE_OPTIONS must be a JSON object")
+    STORAGES["runs"] = {"BACKEND": _run_store_backend, "OPTIONS": _run_store_options}
+else:
+    STORAGES["runs"] = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(Path(EVALSITE_RUN_STORE or EVALSITE_WORKSPACE_DIR).resolve())},
+    }
+
+# runevals --queue: Celery over Redis. Late acknowledgement, so a run whose worker dies is
+# delivered again (at once when a pool process dies; after the visibility timeout when the
+# whole worker is lost), and one run at a time per worker slot, so runs spread over workers.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Longer than the longest run: an unacknowledged run is delivered again after this long.
+EVALSITE_QUEUE_VISIBILITY_TIMEOUT = env_int("EVALSITE_QUEUE_VISIBILITY_TIMEOUT", 4 * 3600)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": EVALSITE_QUEUE_VISIBILITY_TIMEOUT,
+    # How often a worker looks for runs a lost worker left unacknowledged.
+    "unacked_restore_interval": min(10, max(1, EVALSITE_QUEUE_VISIBILITY_TIMEOUT // 2)),
+    "unacked_restore_throttle": 1,
+}
+# A running run's worker signals every EVALSITE_QUEUE_HEARTBEAT seconds; after three missed
+# signals another worker takes the run over. A campaign with no run activity for
+# EVALSITE_QUEUE_STALE_AFTER seconds no longer holds its skills' locks.
+EVALSITE_QUEUE_HEARTBEAT = env_float("EVALSITE_QUEUE_HEARTBEAT", 30.0)
+EVALSITE_QUEUE_STALE_AFTER = env_float("EVALSITE_QUEUE_STALE_AFTER", 3600.0)
 
 # Limits on uploaded or imported archives (.zip / .tar.gz); exceeding one rejects the import.
 EVALSITE_ARCHIVE_MAX_BYTES = env_int("EVALSITE_ARCHIVE_MAX_BYTES", 1024 * 1024 * 1024)

@@ -20,6 +20,8 @@ urlpatterns = [
     # Outside the dashboard's "runs" namespace: a form that writes, never opened by a share link
     # or by EVALSITE_PUBLIC_READ.
     path("imports/", import_page, name="import"),
+    # A queued campaign's progress: login required (no share link or public read opens it).
+    path("campaigns/", include("runs.campaigns.urls")),
     path("", include("grading.urls")),
     path("", include("runs.urls")),
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -94,6 +94,74 @@ class Plan:
 
     def condition(self, name: str) -> ConditionPlan:
         return next(c for c in self.conditions if c.name == name)
+
+    def to_data(self) -> dict[str, Any]:
+        """The plan as JSON, for workers on other machines (`Plan.from_data`).
+
+        Paths are kept relative to the skill folder, which travels with the plan; a fixture
+        from outside it could not, so that is a PlanError.
+        """
+        root = self.skill_dir.resolve()
+        evals = []
+        for case in self.evals:
+            fixtures = []
+            for source, destination in case.fixtures:
+                try:
+                    inside = source.resolve().relative_to(root)
+                except ValueError:
+                    raise PlanError(
+                        f"{self.skill_dir} eval {case.eval_id!r}: fixture {str(destination)!r} "
+                        f"is outside the skill folder ({source}); a queued run cannot take it "
+                        "to another machine"
+                    ) from None
+                fixtures.append([inside.as_posix(), destination.as_posix()])
+            evals.append({**asdict(case), "fixtures": fixtures})
+        return {
+            "skill": asdict(self.skill),
+            "mode": self.mode,
+            "conditions": [asdict(c) for c in self.conditions],
+            "evals": evals,
+            "agent_model": self.agent_model,
+            "judge_model": self.judge_model,
+            "baseline_label": self.baseline_label,
+            "runs": [asdict(r) for r in self.runs],
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any], skill_dir: Path) -> Plan:
+        """The plan `to_data` wrote, with its skill folder now at `skill_dir`."""
+
+        def version(recorded: dict[str, Any] | None) -> SkillVersion | None:
+            return SkillVersion(**recorded) if recorded else None
+
+        evals_json = skill_dir / "evals" / "evals.json"
+        try:
+            _, definitions = parse_evals_json(evals_json.read_bytes(), display=str(evals_json))
+        except (OSError, ImportFailure) as exc:
+            raise PlanError(f"{evals_json}: {getattr(exc, 'message', exc)}") from None
+        return cls(
+            skill_dir=skill_dir,
+            skill=SkillVersion(**data["skill"]),
+            mode=data["mode"],
+            conditions=[ConditionPlan(c["name"], version(c["skill"])) for c in data["conditions"]],
+            evals=[
+                EvalPlan(
+                    **{
+                        **case,
+                        "fixtures": [
+                            (skill_dir / source, PurePosixPath(destination))
+                            for source, destination in case["fixtures"]
+                        ],
+                    }
+                )
+                for case in data["evals"]
+            ],
+            agent_model=data["agent_model"],
+            judge_model=data["judge_model"],
+            baseline_label=data["baseline_label"],
+            runs=[RunPlan(**run) for run in data["runs"]],
+            definitions=definitions,
+        )
 
 
 #: The longest file name most filesystems take (NAME_MAX), in bytes.

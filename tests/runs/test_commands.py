@@ -17,7 +17,7 @@ from django.core.management.base import OutputWrapper
 
 from evalsite.settings import read_env_file
 from grading.models import AssertionResult, Grading
-from runs.management.progress import clear_progress, draw_progress
+from runs.management.progress import CommandProgress
 from runs.models import EvalCase, Iteration, Run, Skill
 from tests.factories import eval_magic_iteration
 
@@ -152,12 +152,26 @@ def test_the_env_file_reader_takes_what_shells_write_and_names_a_bad_line(tmp_pa
         read_env_file(env_file)
 
 
-def test_the_progress_bar_redraws_in_place_and_only_for_long_work() -> None:
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_is_plain_lines_under_cron_and_only_for_long_work() -> None:
     out = io.StringIO()
-    wrapper = OutputWrapper(out)
-    draw_progress(wrapper, 1, 3, "short")
-    assert out.getvalue() == ""
-    draw_progress(wrapper, 5, 10, "x" * 50)
-    assert out.getvalue() == "\r\033[K[" + "#" * 15 + "-" * 15 + "] 5/10 …" + "x" * 39
-    clear_progress(wrapper)
-    assert out.getvalue().endswith("\r\033[K")
+    with CommandProgress(OutputWrapper(out), minimum=10) as progress:
+        progress.step(1, 3, "short")
+        progress.step(5, 10, "iteration-5")
+        progress.line("kept")
+    assert out.getvalue() == "[5/10] iteration-5\nkept\n"
+
+
+def test_on_a_terminal_progress_is_a_bar_that_is_gone_when_done() -> None:
+    out = Terminal()
+    with CommandProgress(OutputWrapper(out), minimum=10) as progress:
+        progress.step(5, 10, "x" * 50)
+        progress.line("a finished run")
+    shown = out.getvalue()
+    assert "5/10" in shown and "…" + "x" * 39 in shown and "━" in shown
+    assert "a finished run" in shown and "[5/10]" not in shown
+    assert shown.endswith("\x1b[?25h\r\x1b[1A\x1b[2K")  # cursor shown again, bar line erased

@@ -283,9 +283,9 @@ def test_names_that_cannot_be_folders_are_refused(
 def test_without_a_sandbox_runevals_refuses_to_start_in_one_line(
     tmp_path: Path, workspace: Path, api: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from runs.management.commands import runevals as command
+    from runs.campaigns import options
 
-    monkeypatch.setattr(command, "sandbox_problem", lambda: "bubblewrap (bwrap) is not installed")
+    monkeypatch.setattr(options, "sandbox_problem", lambda: "bubblewrap (bwrap) is not installed")
     skill = make_skill(tmp_path, [{"id": 1, "prompt": "p", "expectations": ["a"]}])
 
     with pytest.raises(CommandError) as info:

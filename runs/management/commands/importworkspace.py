@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from runs.importing import ImportFailure, import_workspace
 from runs.importing.history import import_history
-from runs.management.progress import clear_progress, draw_progress
+from runs.management.progress import PROGRESS_THRESHOLD, CommandProgress
 
 
 class Command(BaseCommand):
@@ -47,27 +47,21 @@ class Command(BaseCommand):
         history: bool,
         **options: object,
     ) -> None:
-        show_progress = options["verbosity"] > 0 and self.stdout.isatty()
         importer = import_history if history else import_workspace
-        try:
-            report = importer(
-                paths,
-                dry_run=dry_run,
-                keep_going=keep_going,
-                progress=self._progress if show_progress else None,
-            )
-        except ImportFailure as exc:
-            if show_progress:
-                self.stdout.write("")
-            raise CommandError(exc.message) from None
-        if show_progress:
-            clear_progress(self.stdout)
-        if options["verbosity"] > 0:
+        quiet = options["verbosity"] == 0
+        with CommandProgress(self.stdout, minimum=PROGRESS_THRESHOLD, lines=not quiet) as shown:
+            try:
+                report = importer(
+                    paths,
+                    dry_run=dry_run,
+                    keep_going=keep_going,
+                    progress=None if quiet else shown.step,
+                )
+            except ImportFailure as exc:
+                raise CommandError(exc.message) from None
+        if not quiet:
             self.stdout.write(report.summary())
             for line in report.details():
                 self.stdout.write(f"  {line}")
         if report.rejected:
             raise CommandError(f"{len(report.rejected)} rejected: {report.rejected[0]}")
-
-    def _progress(self, done: int, total: int, name: str) -> None:
-        draw_progress(self.stdout, done, total, name)

@@ -19,7 +19,7 @@ from grading.regrading import (
     find_iteration,
     regrade_iteration,
 )
-from runs.management.progress import clear_progress, draw_progress
+from runs.management.progress import PROGRESS_THRESHOLD, CommandProgress
 
 COULD_NOT_RUN = 2
 
@@ -67,27 +67,22 @@ class Command(BaseCommand):
                 max_retries=settings.EVALSITE_API_MAX_RETRIES,
                 timeout=settings.EVALSITE_API_TIMEOUT,
             )
-        show_progress = options["verbosity"] > 0 and self.stdout.isatty()
+        quiet = options["verbosity"] == 0
         try:
-            report = regrade_iteration(
-                iteration=iteration,
-                only_missing=bool(options["only_missing"]),
-                judge_model=options["judge_model"] or None,
-                assertion_id=options["assertion"] or None,
-                client=client,
-                progress=self._progress if show_progress else None,
-            )
+            with CommandProgress(self.stdout, minimum=PROGRESS_THRESHOLD, lines=not quiet) as shown:
+                report = regrade_iteration(
+                    iteration=iteration,
+                    only_missing=bool(options["only_missing"]),
+                    judge_model=options["judge_model"] or None,
+                    assertion_id=options["assertion"] or None,
+                    client=client,
+                    progress=None if quiet else shown.step,
+                )
         except (JudgeNeeded, JudgeFailed) as exc:
             raise CommandError(str(exc), returncode=COULD_NOT_RUN) from None
         except RegradeError as exc:
             raise CommandError(str(exc)) from None
-        finally:
-            if show_progress:
-                clear_progress(self.stdout)
         if options["verbosity"] > 0:
             self.stdout.write(report.summary())
             for note in report.notes:
                 self.stdout.write(f"  {note}")
-
-    def _progress(self, done: int, total: int, name: str) -> None:
-        draw_progress(self.stdout, done, total, name)

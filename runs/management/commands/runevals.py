@@ -1,4 +1,5 @@
-"""`manage.py runevals SKILL_DIR…`: run, grade, write and import an iteration per skill.
+"""`manage.py runevals SKILL_DIR…`: run, grade, write and import an iteration per skill, here
+or (--queue) on Celery workers; the workflow is runs/campaigns/workflow.py.
 
 Exit status: 0 done; 1 a regression and --fail-on-regression; 2 could not run (no API key,
 bad evals.json, no sandbox here and no --unsafe-no-sandbox, the skill locked by another run…).
@@ -6,27 +7,21 @@ bad evals.json, no sandbox here and no --unsafe-no-sandbox, the skill locked by 
 
 from __future__ import annotations
 
+import functools
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
-import anthropic
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from runs.campaigns.models import Campaign
+from runs.campaigns.options import CampaignError, CampaignOptions
+from runs.campaigns.workflow import enqueue, plan_skills, run_here, wait
 from runs.evaluating import claude_code
-from runs.evaluating.folders import LockHeld
-from runs.evaluating.harness import MessagesHarness
-from runs.evaluating.plan import PlanError, make_plan
-from runs.evaluating.report import iteration_report
-from runs.evaluating.runner import Runner, RunOutcome, Settings
+from runs.evaluating.runner import RunOutcome, Settings
 from runs.evaluating.sandbox import sandbox_problem
-from runs.importing import ImportFailure
-
-COULD_NOT_RUN = 2
-REGRESSION = 1
+from runs.management.progress import CommandProgress
 
 
 class Command(BaseCommand):
@@ -55,7 +50,22 @@ class Command(BaseCommand):
             help="claude-code: the Claude Code CLI of the claude-code extra (the default where "
             "it is installed); messages: evalsite's own agent over the Messages API",
         )
-        parser.add_argument("--resume", action="store_true", help="finish an interrupted run")
+        parser.add_argument(
+            "--resume",
+            action="store_true",
+            help="finish an interrupted run (with --queue: the skill's unfinished queued one)",
+        )
+        parser.add_argument(
+            "--queue",
+            action="store_true",
+            help="send the runs to Celery workers (celery -A evalsite worker, CELERY_BROKER_URL) "
+            "and return; the last run's worker imports the iteration",
+        )
+        parser.add_argument(
+            "--wait",
+            action="store_true",
+            help="with --queue: wait until every iteration is imported; the usual exit status",
+        )
         parser.add_argument(
             "--dry-run", action="store_true", help="validate and print the plan; call nothing"
         )
@@ -74,94 +84,58 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if options["runs"] < 1 or options["concurrency"] < 1:
             raise CommandError("--runs and --concurrency must be at least 1", returncode=2)
-        plans = []
-        for skill_dir in options["skill_dirs"]:
-            try:
-                plans.append(
-                    make_plan(
-                        skill_dir,
-                        mode=options["mode"],
-                        baseline=options["baseline"],
-                        runs=options["runs"],
-                        only=[x for x in (options["only"] or "").split(",") if x.strip()],
-                        agent_model=options["model"],
-                        judge_model=options["judge_model"],
-                    )
-                )
-            except PlanError as exc:
-                raise CommandError(str(exc), returncode=COULD_NOT_RUN) from None
+        if options["wait"] and not options["queue"]:
+            raise CommandError("--wait follows a queued campaign: add --queue", returncode=2)
         unsafe = options["unsafe_no_sandbox"]
-        if options["dry_run"]:
-            for plan in plans:
-                self._print_plan(plan)
-            self.stdout.write(self._sandbox_line(unsafe))
-            return
-        if not os.environ.get("ANTHROPIC_API_KEY"):
-            raise CommandError(
-                "ANTHROPIC_API_KEY is not set: runevals needs it to call the Anthropic API",
-                returncode=COULD_NOT_RUN,
-            )
-        # Never a silent downgrade: without the sandbox an agent's Bash reads this process's
-        # environment (the API key, SECRET_KEY) and the site's database.
-        problem = sandbox_problem()
-        if unsafe:
-            self.stderr.write(
-                "runevals: --unsafe-no-sandbox: agents' commands and command checks run "
-                "without the sandbox, with access to this machine's files and processes"
-            )
-        elif problem is not None:
-            raise CommandError(
-                f"cannot sandbox agents' commands here: {problem}; "
-                "pass --unsafe-no-sandbox to run them without the sandbox",
-                returncode=COULD_NOT_RUN,
-            )
-        if options["harness"] == "claude-code" and not claude_code.available():
-            raise CommandError(
-                "--harness claude-code needs the extra: pip install -e '.[claude-code]'",
-                returncode=COULD_NOT_RUN,
-            )
-        harness = (
-            claude_code.ClaudeCodeHarness()
-            if options["harness"] == "claude-code"
-            else MessagesHarness()
+        how = CampaignOptions(
+            harness=options["harness"],
+            concurrency=options["concurrency"],
+            keep_env=options["keep_env"],
+            responder_model=options["responder_model"],
+            sandbox=not unsafe,
         )
         # With --json, stdout carries only the JSON; progress goes to stderr.
-        self.log = self.stderr if options["json"] else self.stdout
-        client = anthropic.Anthropic(
-            max_retries=settings.EVALSITE_API_MAX_RETRIES,
-            timeout=settings.EVALSITE_API_TIMEOUT,
-        )
-        reports, regression = [], False
-        for plan in plans:
-            runner = Runner(
-                plan,
-                client,
-                Settings(
-                    workspace=settings.EVALSITE_WORKSPACE_DIR,
-                    concurrency=options["concurrency"],
-                    keep_env=options["keep_env"],
-                    responder_model=options["responder_model"],
-                    sandbox=not unsafe,
-                    harness=harness,
-                ),
-                progress=self._progress,
+        log = self.stderr if options["json"] else self.stdout
+        try:
+            plans = plan_skills(
+                options["skill_dirs"],
+                mode=options["mode"],
+                baseline=options["baseline"],
+                runs=options["runs"],
+                only=[x for x in (options["only"] or "").split(",") if x.strip()],
+                agent_model=options["model"],
+                judge_model=options["judge_model"],
             )
-            try:
-                result = runner.run(resume=options["resume"])
-            except LockHeld as exc:
-                raise CommandError(str(exc), returncode=COULD_NOT_RUN) from None
-            except ImportFailure as exc:
-                raise CommandError(f"import failed: {exc.message}", returncode=2) from None
-            report = iteration_report(result)
-            regression = regression or report["regression"]
-            reports.append(report)
-            self._end_progress()
-            if not options["json"]:
-                self.stdout.write(report["summary"])
-        if options["json"]:
-            self.stdout.write(json.dumps(reports if len(reports) > 1 else reports[0], indent=2))
-        if regression and options["fail_on_regression"]:
-            sys.exit(REGRESSION)
+            if options["dry_run"]:
+                for plan in plans:
+                    self._print_plan(plan)
+                self.stdout.write(self._sandbox_line(unsafe))
+                return
+            if unsafe:
+                self.stderr.write(
+                    "runevals: --unsafe-no-sandbox: agents' commands and command checks run "
+                    "without the sandbox, with access to this machine's files and processes"
+                )
+            with CommandProgress(log, lines=False) as progress:
+                shown = functools.partial(self._progress, progress)
+                if options["queue"]:
+                    campaign = enqueue(plans, how, resume=options["resume"])
+                    if not options["wait"]:
+                        self._print_queued(campaign, as_json=options["json"])
+                        return
+                    log.write(self._queued_line(campaign))
+                    result = wait(campaign, progress=shown)
+                else:
+                    result = run_here(plans, how, resume=options["resume"], progress=shown)
+            if options["json"]:
+                reports = result.reports
+                self.stdout.write(json.dumps(reports if len(reports) > 1 else reports[0], indent=2))
+            else:
+                for report in result.reports:
+                    self.stdout.write(report["summary"])
+            result.check(fail_on_regression=options["fail_on_regression"])
+        except CampaignError as exc:
+            raise CommandError(str(exc), returncode=exc.returncode) from None
 
     def _print_plan(self, plan: Any) -> None:
         fewest, most, judges = plan.api_calls(max_calls=Settings(Path()).max_calls)
@@ -192,24 +166,43 @@ class Command(BaseCommand):
             return "Sandbox: bubblewrap"
         return f"Sandbox: unavailable here ({problem}); a real run needs --unsafe-no-sandbox"
 
-    def _progress(self, outcome: RunOutcome, done: int, total: int) -> None:
+    def _queued_line(self, campaign: Campaign) -> str:
+        iterations = campaign.iterations.order_by("pk")
+        parts = ", ".join(f"{q.skill_name} {q.label} ({q.runs.count()} runs)" for q in iterations)
+        return (
+            f"Queued {campaign}: {parts}; progress at {campaign.get_absolute_url()} "
+            "(workers: celery -A evalsite worker)"
+        )
+
+    def _print_queued(self, campaign: Campaign, *, as_json: bool) -> None:
+        if not as_json:
+            self.stdout.write(self._queued_line(campaign))
+            return
+        iterations = campaign.iterations.order_by("pk")
+        self.stdout.write(
+            json.dumps(
+                {
+                    "campaign": campaign.pk,
+                    "url": campaign.get_absolute_url(),
+                    "iterations": [
+                        {"skill": q.skill_name, "label": q.label, "runs": q.runs.count()}
+                        for q in iterations
+                    ],
+                },
+                indent=2,
+            )
+        )
+
+    def _progress(
+        self, progress: CommandProgress, outcome: RunOutcome, done: int, total: int
+    ) -> None:
         what = outcome.run.relpath.removeprefix("eval-")
         if outcome.errored:
             detail = f"errored: {outcome.errored}"
         else:
             detail = f"{outcome.passed}/{outcome.total} passed"
-        line = (
+        progress.line(
             f"[{done}/{total}] {what}: {detail} ({outcome.seconds:.1f} s, "
             f"{outcome.tokens + outcome.judge_tokens} tokens)"
         )
-        if self.log.isatty():
-            width = 24
-            bar = "#" * (width * done // total) + "-" * (width - width * done // total)
-            self.log.write(f"\r\033[K[{bar}] {line}", ending="")
-            self.log.flush()
-        else:
-            self.log.write(line)
-
-    def _end_progress(self) -> None:
-        if self.log.isatty():
-            self.log.write("\r\033[K", ending="")
+        progress.step(done, total, what)

@@ -1,0 +1,1 @@
+"""runevals campaigns fanned out over Celery (`runevals --queue`), and their progress page."""

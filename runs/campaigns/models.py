@@ -1,0 +1,183 @@
+"""Queued campaigns: what `runevals --queue` planned, and where each of its runs stands.
+
+A campaign is one invocation over one or more skills; each skill gets one iteration (a
+`QueuedIteration`, the iteration folder it will become), and each eval × condition × run a
+`QueuedRun`, executed by whichever Celery worker takes it. The database is the record every
+machine shares: a run is claimed, heartbeated and recorded here, keyed by its identity, so a
+run delivered twice is still recorded once, and the iteration is finalised by exactly one
+worker (a conditional update), once its last run is in.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Count, Q
+from django.urls import reverse
+from django.utils import timezone
+
+from runs.evaluating.plan import RunPlan
+
+
+class Campaign(models.Model):
+    """One `runevals --queue SKILL…` invocation."""
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    #: Who queued it: `runevals pid 123 on host`, shown where the lock is refused.
+    requested_by = models.CharField(max_length=300)
+    #: How every run is played: harness, sandbox, responder model, concurrency, keep_env.
+    options = models.JSONField(default=dict)
+    #: Last time any of its runs was claimed, signalled or recorded (the stale-lock rule).
+    active_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"campaign #{self.pk}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("campaigns:campaign", args=[self.pk])
+
+    @property
+    def finished(self) -> bool:
+        """Every iteration imported, failed or abandoned: nothing left for a worker to do."""
+        return not self.iterations.filter(state__in=QueuedIteration.ACTIVE).exists()
+
+    @property
+    def stale(self) -> bool:
+        """No run activity for EVALSITE_QUEUE_STALE_AFTER: its workers (or broker) are gone."""
+        idle = timezone.now() - self.active_at
+        return idle > timedelta(seconds=settings.EVALSITE_QUEUE_STALE_AFTER)
+
+    def touch(self) -> None:
+        Campaign.objects.filter(pk=self.pk).update(active_at=timezone.now())
+
+
+class QueuedIterationQuerySet(models.QuerySet):
+    def active(self) -> QueuedIterationQuerySet:
+        """Iterations whose runs are still being played or whose import is under way."""
+        return self.filter(state__in=QueuedIteration.ACTIVE)
+
+    def with_counts(self) -> QueuedIterationQuerySet:
+        """Each iteration with `done`, `errored`, `running` and `pending` run counts."""
+        return self.annotate(
+            **{
+                state: Count("runs", filter=Q(runs__state=state))
+                for state in QueuedRun.State.values
+            }
+        )
+
+
+class QueuedIteration(models.Model):
+    """One skill's iteration in a campaign: `<skill>/iteration-N/` in the run store."""
+
+    class State(models.TextChoices):
+        RUNNING = "running"
+        FINALISING = "finalising"
+        IMPORTED = "imported"
+        FAILED = "failed"
+        ABANDONED = "abandoned"
+
+    ACTIVE = (State.RUNNING, State.FINALISING)
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="iterations")
+    skill_name = models.CharField(max_length=200)
+    label = models.CharField(max_length=200)  # iteration-N
+    state = models.CharField(max_length=16, choices=State.choices, default=State.RUNNING)
+    #: Plan.to_data(): every eval, condition and run, the models, the skill versions.
+    plan = models.JSONField()
+    #: Who is finalising it, and since when (taken over when that worker goes silent).
+    finaliser = models.CharField(max_length=300, blank=True)
+    finalising_at = models.DateTimeField(null=True, blank=True)
+    #: The imported iteration, and runevals' summary of it (report.iteration_report).
+    iteration = models.ForeignKey(
+        "runs.Iteration", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    report = models.JSONField(null=True, blank=True)
+    #: Why it failed (an import failure, a finaliser error), one line.
+    error = models.TextField(blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = QueuedIterationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["campaign", "skill_name"]
+        constraints = [
+            # The per-skill lock, for every machine: one active queued iteration per skill.
+            models.UniqueConstraint(
+                fields=["skill_name"],
+                condition=Q(state__in=["running", "finalising"]),
+                name="one_active_queued_iteration_per_skill",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.skill_name} {self.label}"
+
+    @property
+    def store_key(self) -> str:
+        """The iteration folder's place in the run store."""
+        return f"{self.skill_name}/{self.label}"
+
+    @property
+    def internals_key(self) -> str:
+        """Where the queue keeps what workers share besides the folder (skill, attempts)."""
+        return f".queue/{self.skill_name}/{self.label}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in self.ACTIVE
+
+
+class QueuedRun(models.Model):
+    """One eval × condition × run of a queued iteration, and where it stands."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        DONE = "done"
+        ERRORED = "errored"
+
+    FINISHED = (State.DONE, State.ERRORED)
+
+    iteration = models.ForeignKey(QueuedIteration, on_delete=models.CASCADE, related_name="runs")
+    eval_id = models.CharField(max_length=200)
+    condition = models.CharField(max_length=100)
+    run_index = models.PositiveIntegerField()
+    multi = models.BooleanField(default=False)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    #: The attempt now playing it, then the one whose files became the run (in the store).
+    attempt = models.CharField(max_length=64, blank=True)
+    worker = models.CharField(max_length=300, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    passed = models.PositiveIntegerField(null=True, blank=True)
+    total = models.PositiveIntegerField(null=True, blank=True)
+    tokens = models.BigIntegerField(default=0)
+    calls = models.PositiveIntegerField(default=0)
+    seconds = models.FloatField(default=0.0)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["iteration", "eval_id", "condition", "run_index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["iteration", "eval_id", "condition", "run_index"],
+                name="one_queued_run_per_identity",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.iteration} {self.plan_run().relpath}"
+
+    def plan_run(self) -> RunPlan:
+        return RunPlan(self.eval_id, self.condition, self.run_index, self.multi)
+
+    @property
+    def attempt_key(self) -> str:
+        """The store folder of the recorded attempt's files."""
+        return f"{self.iteration.internals_key}/attempts/{self.attempt}"

@@ -1,0 +1,120 @@
+"""The run store: where a queued run's files go so that every machine can read them.
+
+It is Django's `runs` storage (settings.STORAGES): by default a FileSystemStorage on the
+workspace folder (one machine), a shared directory with EVALSITE_RUN_STORE, or any other
+storage (django-storages' S3Storage…) with EVALSITE_RUN_STORE_BACKEND. Keys are the
+workspace's own paths, `<skill>/iteration-N/eval-…/…`, so a shared directory holds iteration
+folders that `importworkspace` reads as they are.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path, PurePosixPath
+
+from django.core.files.base import ContentFile, File
+from django.core.files.storage import FileSystemStorage, Storage, storages
+
+from runs.evaluating.folders import ITERATION_DIR
+
+#: Left out of the skill folder a campaign ships to its workers: results and tooling, not skill.
+SNAPSHOT_SKIPS = {".git", "node_modules", "__pycache__", ".venv"}
+
+
+class RunStore:
+    def __init__(self, storage: Storage | None = None):
+        self.storage = storage or storages["runs"]
+
+    def local_path(self, key: str) -> Path | None:
+        """The key as a folder of this machine, when the store is a (shared) filesystem.
+
+        Only FileSystemStorage's paths are real folders (InMemoryStorage's are made up).
+        """
+        if isinstance(self.storage, FileSystemStorage):
+            return Path(self.storage.path(key))
+        return None
+
+    def write(self, key: str, content: bytes) -> None:
+        """Store `content` at `key`, replacing what was there."""
+        if self.storage.exists(key):
+            self.storage.delete(key)
+        self.storage.save(key, ContentFile(content))
+
+    def read(self, key: str) -> bytes:
+        with self.storage.open(key, "rb") as handle:
+            return handle.read()
+
+    def files(self, key: str) -> list[str]:
+        """Every file under the folder `key`, as paths relative to it."""
+        found: list[str] = []
+        pending = [PurePosixPath()]
+        while pending:
+            relative = pending.pop()
+            where = str(PurePosixPath(key) / relative)
+            if not self.storage.exists(where):
+                continue
+            folders, names = self.storage.listdir(where)
+            found.extend(str(relative / name) for name in names)
+            pending.extend(relative / name for name in folders)
+        return sorted(found)
+
+    def put_folder(self, local: Path, key: str) -> None:
+        """Copy a local folder's files (not following links) to the folder `key`."""
+        for path in sorted(local.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                name = f"{key}/{path.relative_to(local).as_posix()}"
+                if self.storage.exists(name):
+                    self.storage.delete(name)
+                with path.open("rb") as handle:
+                    self.storage.save(name, File(handle, name=path.name))
+
+    def get_folder(self, key: str, local: Path) -> None:
+        """Copy the folder `key` to a local folder (made if needed)."""
+        for relative in self.files(key):
+            target = local / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with self.storage.open(f"{key}/{relative}", "rb") as source:
+                target.write_bytes(source.read())
+
+    def delete_folder(self, key: str) -> None:
+        for relative in self.files(key):
+            self.storage.delete(f"{key}/{relative}")
+        folder = self.local_path(key)
+        if folder is not None and folder.is_dir():
+            for path in sorted(folder.rglob("*"), reverse=True):
+                if path.is_dir():
+                    path.rmdir()
+            folder.rmdir()
+
+    def iteration_numbers(self, skill: str) -> list[int]:
+        """The numbers of the skill's `iteration-N` folders in the store."""
+        if not self.storage.exists(skill):
+            return []
+        folders, _ = self.storage.listdir(skill)
+        return sorted(int(m.group(1)) for name in folders if (m := ITERATION_DIR.match(name)))
+
+
+def skill_archive(skill_dir: Path) -> bytes:
+    """The skill folder as a .tar.gz, for workers on other machines (results left out)."""
+
+    def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        parts = PurePosixPath(info.name).parts
+        if any(part in SNAPSHOT_SKIPS for part in parts):
+            return None
+        top = parts[1] if len(parts) > 1 else ""
+        if ITERATION_DIR.match(top) or top.endswith("-workspace"):
+            return None
+        return info if info.isfile() or info.isdir() else None
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        archive.add(skill_dir, arcname="skill", filter=keep)
+    return buffer.getvalue()
+
+
+def unpack_skill(archive: bytes, destination: Path) -> Path:
+    """Unpack `skill_archive` into `destination`; the skill folder's path."""
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as unpacked:
+        unpacked.extractall(destination, filter="data")
+    return destination / "skill"

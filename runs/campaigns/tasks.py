@@ -1,0 +1,29 @@
+"""The Celery tasks `runevals --queue` sends; their work is in execute.py.
+
+Both are safe to deliver twice (late acknowledgement redelivers a lost worker's task): a
+finished run or an imported iteration is left alone, a run another worker is playing waits.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from . import execute
+
+
+@shared_task(bind=True, name="campaigns.play_run", max_retries=None)
+def play_run(self, run_id: int) -> None:
+    """Play, record and grade one queued run; finalise its iteration if it was the last."""
+    try:
+        execute.play_queued_run(run_id)
+    except execute.Deferred as deferred:
+        raise self.retry(countdown=deferred.countdown) from None
+
+
+@shared_task(bind=True, name="campaigns.finalise_iteration", max_retries=None)
+def finalise_iteration(self, iteration_id: int) -> None:
+    """Finalise and import a queued iteration whose runs are all recorded (--resume)."""
+    try:
+        execute.maybe_finalise(iteration_id)
+    except execute.Deferred as deferred:
+        raise self.retry(countdown=deferred.countdown) from None

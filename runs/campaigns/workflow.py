@@ -1,0 +1,269 @@
+"""The runevals workflow: plan each skill, then run its iteration here or queue it for workers.
+
+`run_here` plays every run in this process (the single-machine default); `enqueue` records a
+campaign in the database, ships each skill folder to the run store and sends each eval ×
+condition × run to Celery; `wait` follows a queued campaign until its last iteration is
+imported. Each returns what the command prints; a CampaignError carries the exit status.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anthropic
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from runs.evaluating.folders import LockHeld
+from runs.evaluating.plan import Plan, PlanError, make_plan
+from runs.evaluating.report import iteration_report
+from runs.evaluating.runner import Runner, RunOutcome, Settings
+from runs.importing import ImportFailure
+
+from .models import Campaign, QueuedIteration, QueuedRun
+from .options import REGRESSION, CampaignError, CampaignOptions
+from .store import RunStore, skill_archive
+
+#: progress(outcome, done, total): one call per finished run.
+Progress = Callable[[RunOutcome, int, int], None]
+
+
+@dataclass
+class CampaignResult:
+    """The iteration reports of a finished campaign (report.iteration_report's dicts)."""
+
+    reports: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def regression(self) -> bool:
+        return any(report["regression"] for report in self.reports)
+
+    def check(self, *, fail_on_regression: bool) -> None:
+        """CampaignError(exit 1) for a regression, when asked to fail on one."""
+        if fail_on_regression and self.regression:
+            regressed = [r["skill"] for r in self.reports if r["regression"]]
+            raise CampaignError(f"regression in {', '.join(regressed)}", REGRESSION)
+
+
+def plan_skills(skill_dirs: list[Path], **plan_options: Any) -> list[Plan]:
+    """make_plan for each skill folder; the first problem as a CampaignError."""
+    try:
+        return [make_plan(skill_dir, **plan_options) for skill_dir in skill_dirs]
+    except PlanError as exc:
+        raise CampaignError(str(exc)) from None
+
+
+def holder() -> str:
+    return f"runevals pid {os.getpid()} on {socket.gethostname()}"
+
+
+def anthropic_client() -> anthropic.Anthropic:
+    return anthropic.Anthropic(
+        max_retries=settings.EVALSITE_API_MAX_RETRIES, timeout=settings.EVALSITE_API_TIMEOUT
+    )
+
+
+# --- here ---------------------------------------------------------------------------------
+
+
+def run_here(
+    plans: list[Plan],
+    options: CampaignOptions,
+    *,
+    resume: bool = False,
+    progress: Progress | None = None,
+) -> CampaignResult:
+    """Play, grade, write and import each skill's iteration in this process."""
+    if (problem := options.problem_playing_here()) is not None:
+        raise CampaignError(problem)
+    client = anthropic_client()
+    result = CampaignResult()
+    for plan in plans:
+        locked = QueuedIteration.objects.active().filter(skill_name=plan.skill.name).first()
+        if locked is not None and not locked.campaign.stale:
+            raise CampaignError(lock_message(locked))
+        runner = Runner(
+            plan,
+            client,
+            options.runner_settings(settings.EVALSITE_WORKSPACE_DIR),
+            progress=progress,
+        )
+        try:
+            done = runner.run(resume=resume)
+        except LockHeld as exc:
+            raise CampaignError(str(exc)) from None
+        except ImportFailure as exc:
+            raise CampaignError(f"import failed: {exc.message}") from None
+        result.reports.append(iteration_report(done))
+    return result
+
+
+def lock_message(locked: QueuedIteration) -> str:
+    campaign = locked.campaign
+    return (
+        f"{locked.skill_name} is locked by queued {campaign} ({campaign.requested_by}, "
+        f"since {campaign.created_at:%Y-%m-%d %H:%M} UTC; progress at "
+        f"{campaign.get_absolute_url()})"
+    )
+
+
+# --- queued -------------------------------------------------------------------------------
+
+
+def enqueue(plans: list[Plan], options: CampaignOptions, *, resume: bool = False) -> Campaign:
+    """Record the campaign, ship each skill to the run store, send every run to the workers.
+
+    The per-skill lock is the database's: one active queued iteration per skill (a unique
+    constraint), released when it is imported; a campaign with no run activity for
+    EVALSITE_QUEUE_STALE_AFTER loses it. With `resume`, the skill's newest unimported
+    queued iteration is taken over instead: its finished runs are kept, errored and
+    unfinished ones sent again.
+    """
+    if not settings.CELERY_BROKER_URL:
+        raise CampaignError(
+            "runevals --queue needs CELERY_BROKER_URL (a Redis URL, e.g. redis://host:6379/0)"
+        )
+    # conditions.json names the harness and its version, as a run here would.
+    frame_settings = options.runner_settings(Path())
+    store = RunStore()
+    try:
+        with transaction.atomic():
+            campaign = Campaign.objects.create(requested_by=holder(), options=options.to_data())
+            queued = [_queue_skill(campaign, plan, frame_settings, store, resume) for plan in plans]
+    except IntegrityError:
+        # Another runevals took the lock between our look and our insert.
+        raise CampaignError("another runevals queued one of these skills just now") from None
+    _send(campaign, queued)
+    return campaign
+
+
+def _queue_skill(
+    campaign: Campaign, plan: Plan, frame_settings: Settings, store: RunStore, resume: bool
+) -> QueuedIteration:
+    name = plan.skill.name
+    newest = QueuedIteration.objects.filter(skill_name=name).order_by("-pk").first()
+    active = newest if newest is not None and newest.is_active else None
+    if resume and newest is not None and newest.state != QueuedIteration.State.IMPORTED:
+        return _take_over(campaign, newest)
+    if active is not None:
+        if not active.campaign.stale:
+            raise CampaignError(lock_message(active))
+        active.state = QueuedIteration.State.ABANDONED
+        active.error = (
+            f"abandoned: no run activity since {active.campaign.active_at:%Y-%m-%d %H:%M} UTC"
+        )
+        active.save(update_fields=["state", "error"])
+    numbers = store.iteration_numbers(name) + [
+        int(label.removeprefix("iteration-"))
+        for label in QueuedIteration.objects.filter(skill_name=name).values_list("label", flat=True)
+    ]
+    label = f"iteration-{max(numbers, default=0) + 1}"
+    try:
+        data = plan.to_data()
+    except PlanError as exc:
+        raise CampaignError(str(exc)) from None
+    iteration = QueuedIteration.objects.create(
+        campaign=campaign, skill_name=name, label=label, plan=data
+    )
+    QueuedRun.objects.bulk_create(
+        QueuedRun(
+            iteration=iteration,
+            eval_id=run.eval_id,
+            condition=run.condition,
+            run_index=run.run_index,
+            multi=run.multi,
+        )
+        for run in plan.runs
+    )
+    # The iteration's frame (conditions.json, SKILL.md snapshot, evals.json), as runevals
+    # writes it here, and the skill folder the workers play from.
+    with tempfile.TemporaryDirectory(prefix="evalsite-queue-") as scratch:
+        frame = Path(scratch) / label
+        frame.mkdir()
+        Runner(plan, None, frame_settings).write_conditions(frame)  # type: ignore[arg-type]
+        store.put_folder(frame, iteration.store_key)
+    store.write(f"{iteration.internals_key}/skill.tar.gz", skill_archive(plan.skill_dir))
+    return iteration
+
+
+def _take_over(campaign: Campaign, iteration: QueuedIteration) -> QueuedIteration:
+    """--resume: the interrupted iteration joins this campaign; errored runs are run again."""
+    iteration.runs.filter(state=QueuedRun.State.ERRORED).update(
+        state=QueuedRun.State.PENDING, attempt="", error=""
+    )
+    if iteration.state != QueuedIteration.State.FINALISING:
+        iteration.state = QueuedIteration.State.RUNNING
+    iteration.campaign = campaign
+    iteration.error = ""
+    iteration.save(update_fields=["campaign", "state", "error"])
+    return iteration
+
+
+def _send(campaign: Campaign, queued: list[QueuedIteration]) -> None:
+    """One Celery task per unfinished run; an iteration with none left is finalised."""
+    from . import tasks
+
+    try:
+        for iteration in queued:
+            pending = iteration.runs.exclude(state__in=QueuedRun.FINISHED).values_list(
+                "pk", flat=True
+            )
+            if not pending:
+                tasks.finalise_iteration.apply_async((iteration.pk,), retry=False)
+            for pk in pending:
+                tasks.play_run.apply_async((pk,), retry=False)
+    except Exception as exc:  # kombu raises its transports' own errors
+        QueuedIteration.objects.filter(pk__in=[q.pk for q in queued]).update(
+            state=QueuedIteration.State.FAILED, error=f"could not queue its runs: {exc}"
+        )
+        raise CampaignError(
+            f"cannot send runs to the broker at CELERY_BROKER_URL: {_one_line(exc)}"
+        ) from None
+
+
+def wait(
+    campaign: Campaign, *, progress: Progress | None = None, poll: float = 1.0
+) -> CampaignResult:
+    """Block until every iteration of the campaign is imported (or failed), telling progress
+    of each run as it finishes; the reports, or the first failure as a CampaignError."""
+    reported: set[int] = set()
+    runs = QueuedRun.objects.filter(iteration__campaign=campaign)
+    total = runs.count()
+    while True:
+        finished = campaign.finished  # read before the runs: none finishes unseen
+        for run in runs.filter(state__in=QueuedRun.FINISHED).exclude(pk__in=reported):
+            reported.add(run.pk)
+            if progress is not None:
+                progress(_outcome(run), len(reported), total)
+        if finished:
+            break
+        time.sleep(poll)
+    result = CampaignResult()
+    for iteration in campaign.iterations.order_by("pk"):
+        if iteration.state != QueuedIteration.State.IMPORTED:
+            raise CampaignError(f"{iteration}: {iteration.state}: {iteration.error}")
+        result.reports.append(iteration.report)
+    return result
+
+
+def _outcome(run: QueuedRun) -> RunOutcome:
+    return RunOutcome(
+        run.plan_run(),
+        passed=run.passed,
+        total=run.total,
+        errored=(run.error or "errored") if run.state == QueuedRun.State.ERRORED else None,
+        tokens=run.tokens,
+        calls=run.calls,
+        seconds=run.seconds,
+    )
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
