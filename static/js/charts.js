@@ -15,7 +15,8 @@
  *
  * Filters: a <form data-sync-url> shows what the address says. htmx's Back restores a
  * snapshot of the page whose checkboxes and fields hold whatever they held when it was
- * taken, so on every history restore (and page load) each control is set from the URL.
+ * taken, so on every history restore (and page load, and address pushed by a link in the
+ * swapped part) each control is set from the URL.
  */
 (function () {
   "use strict";
@@ -196,6 +197,16 @@
     syncFilters();
     enhance();
     document.body.addEventListener("htmx:historyRestore", syncFilters);
+    // A link inside the swapped part ("Show every eval", a tag) changes the address too;
+    // not while someone types in a filter field, whose text may be ahead of the address.
+    document.body.addEventListener("htmx:pushedIntoHistory", function () {
+      var active = document.activeElement;
+      var typing = active && active.form && active.form.hasAttribute("data-sync-url") &&
+        (active.type === "search" || active.type === "text");
+      if (!typing) {
+        syncFilters();
+      }
+    });
     window.addEventListener("pageshow", syncFilters);
     // The whole document, not just the swap target: an outerHTML swap settles elements
     // that are not inside it, and rendered charts are skipped anyway.

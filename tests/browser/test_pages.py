@@ -155,8 +155,8 @@ def test_the_compare_form_shows_per_eval_changes_and_flipped_assertions(
     page.wait_for_url(re.compile(r"/compare/\?"))
     query = parse_qs(urlsplit(page.url).query)
     assert (query["a"], query["b"]) == (["2"], ["3"])
-    per_eval = page.locator('h2:has-text("Per eval") + table')
-    flips = page.locator('h2:has-text("Assertions that flipped") + table')
+    per_eval = page.locator('h2:has-text("Per eval") + .table-scroll table')
+    flips = page.locator('h2:has-text("Assertions that flipped") + .table-scroll table')
     expect(per_eval.locator("tbody td:first-child")).to_have_text(
         [
             "ci-only-timeout",

@@ -300,3 +300,102 @@ def test_comparing_two_conditions_names_each_once(client: Client, sample) -> Non
 
     assert "old_skill → new_skill" in html.replace('<p class="verdict">', "")
     assert "old_skill (old_skill)" not in html and "<th>old_skill old_skill</th>" not in html
+
+
+@pytest.fixture
+def big_iteration(tmp_path: Path) -> str:
+    """An iteration of 60 evals, each with an assertion only the skill passes."""
+    cells = {}
+    for i in range(60):
+        cells[(f"eval-{i:02d}", "with_skill")] = [{"helps": True, "always": True}] * 2
+        cells[(f"eval-{i:02d}", "without_skill")] = [{"helps": False, "always": True}] * 2
+    eval_magic_iteration(tmp_path, skill="big", cells=cells)
+    import_workspace([tmp_path])
+    return "/skills/big/iterations/1/"
+
+
+def test_a_big_iteration_shows_its_first_rows_and_lists_with_counts(
+    client: Client, big_iteration: str
+) -> None:
+    from runs.reports import LIST_FIRST_ITEMS, MATRIX_FIRST_ROWS
+
+    html = page(client, big_iteration)
+    matrix = html.split('id="matrix"')[1].split("</table>")[0]
+    assert matrix.count("/evals/eval-") == MATRIX_FIRST_ROWS
+    assert "Show all 60 evals" in html and "?rows=all" in html
+    classes = html.split('id="assertion-classes"')[1].split('class="more"')[0]
+    assert classes.count("<code>helps</code>") == LIST_FIRST_ITEMS
+    assert "… 60 in all" in classes
+    assert f'href="{big_iteration}assertions/"' in html
+
+    everything = page(client, f"{big_iteration}?rows=all")
+    assert everything.split('id="matrix"')[1].count("/evals/eval-") == 60
+    assert "Show all 60 evals" not in everything
+
+    fragment = page(client, f"{big_iteration}?rows=all", HTTP_HX_REQUEST="true")
+    assert fragment.lstrip().startswith('<div id="matrix">')
+
+    listed = page(client, f"{big_iteration}assertions/")
+    assert listed.count("<code>helps</code>") == 60 and "<html" in listed
+    alone = page(client, f"{big_iteration}assertions/", HTTP_HX_REQUEST="true")
+    assert alone.count("<code>helps</code>") == 60 and "<html" not in alone
+
+
+def test_htmx_restoring_history_gets_the_whole_page(client: Client, sample) -> None:
+    headers = {"HTTP_HX_REQUEST": "true", "HTTP_HX_HISTORY_RESTORE_REQUEST": "true"}
+    for url in (f"{SKILL}iterations/3/?only=flaky", "/?q=flaky"):
+        assert "<html" in page(client, url, **headers), url
+        assert "<html" not in page(client, url, HTTP_HX_REQUEST="true"), url
+
+
+def test_a_tag_in_the_address_has_a_control_and_says_it_filters(client: Client, sample) -> None:
+    html = page(client, f"{SKILL}iterations/3/?tag=nightly")
+    assert '<option value="nightly" selected>nightly (no eval)</option>' in html
+    assert "Filtered by tag <strong>nightly</strong>: 0 of 5 evals." in html
+
+
+def test_with_five_evals_the_page_says_significance_is_out_of_reach(client: Client, sample) -> None:
+    html = page(client, f"{SKILL}iterations/3/")
+    note = html.split('class="power-note">')[1].split("</p>")[0]
+    assert note.startswith("With 5 evals the permutation test can never reach p &lt; 0.05")
+    assert "needs about" in note or "Add evals" in note
+
+
+def test_every_chart_has_its_numbers_in_a_table(client: Client, sample) -> None:
+    html = page(client, SKILL)
+    for chart in ("chart-score", "chart-delta", "chart-invocation", "chart-cost"):
+        figure = html.split(f'data-chart="{chart}"')[1].split("</figure>")[0]
+        assert '<details class="chart-data" open>' in figure
+        assert "<table" in figure, chart
+    assert "with_skill mean duration" in html
+    assert '<script id="chart-score" type="application/json">' in html
+
+
+def test_a_skill_creator_skill_says_its_tool_records_no_invocation(client: Client, sample) -> None:
+    html = page(client, "/skills/changelog-from-commits/")
+    figure = html.split('data-chart="chart-invocation"')[1].split("</figure>")[0]
+    assert "Skill invocation not recorded by skill-creator" in figure
+
+
+def test_a_tiny_token_difference_is_not_priced(client: Client, sample) -> None:
+    from runs.analysis import meaningful_token_difference
+
+    assert not meaningful_token_difference(120, 30_000)
+    assert not meaningful_token_difference(900, 30_000)  # under 5%
+    assert meaningful_token_difference(4_000, 30_000)
+    html = page(client, f"{SKILL}iterations/3/")
+    assert "Pass-rate gain per extra 1k tokens" in html  # 37.9k against 33.1k
+
+
+def test_error_pages_are_styled_and_offer_no_share_button(client: Client, sample) -> None:
+    from django.test import RequestFactory
+    from django.views.defaults import permission_denied, server_error
+
+    html = page(client, "/skills/no-such-skill/", status=404)
+    assert 'class="error-page"' in html and "No skill named" in html
+    assert "Create link" not in html and "data-copy-link" not in html
+    request = RequestFactory().get("/")
+    for response in (server_error(request), permission_denied(request, Exception("no"))):
+        body = response.content.decode()
+        assert 'class="error-page"' in body and "evalsite.css" in body
+        assert "Create link" not in body
