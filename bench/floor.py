@@ -285,6 +285,12 @@ def _json(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+def _warnings(benchmark: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The recorded benchmark's validity warnings as an iteration stores them (runs.warnings)."""
+    recorded = (benchmark or {}).get("validity_warnings") or []
+    return [{"code": "recorded", "params": {"text": text}, "message": text} for text in recorded]
+
+
 def _db_datetime(value: str | None) -> str | None:
     """An ISO timestamp as Django stores an aware datetime in SQLite (naive UTC)."""
     if not value:
@@ -393,7 +399,7 @@ class Floor:
                     conditions.get("judge_model") or "",
                     conditions.get("harness") or "",
                     _db_datetime(conditions.get("timestamp")),
-                    _json((benchmark or {}).get("validity_warnings") or []),
+                    _json(_warnings(benchmark)),
                     0,
                     _json(benchmark) if benchmark is not None else None,
                     None,

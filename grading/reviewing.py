@@ -17,12 +17,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from runs.models import Generation, Iteration, Run
+from runs.search.index import index_runs
 
 from .models import AssertionResult, Grading, Review
-
-#: The validity warning an iteration with overrides carries; kept up to date by `override`.
-OVERRIDE_WARNING = "{n} assertion result{s} overridden by reviewers: statistics use the overrides"
-_OVERRIDE_WARNING_END = "overridden by reviewers: statistics use the overrides"
 
 MAX_TEXT = 10_000
 
@@ -58,6 +55,7 @@ def add_note(*, run: Run, author: AbstractBaseUser, text: str) -> Review:
         text=_clean_text(text, "note"),
         created_at=timezone.now(),
     )
+    index_runs([run.pk])
     Generation.objects.bump()
     return review
 
@@ -104,28 +102,8 @@ def override(
         grading.failed = max(0, grading.failed - step)
         grading.pass_rate = grading.passed / grading.total if grading.total else 0.0
         grading.save(update_fields=["passed", "failed", "pass_rate", "original_summary"])
-        refresh_override_warning(grading.run.iteration_id)
+        Iteration.objects.filter(pk=grading.run.iteration_id).refresh_override_warnings()
+    index_runs([grading.run_id])
     # Also when the figures stand: the eval and iteration pages list the new review.
     Generation.objects.bump()
     return Overridden(review=review, changed=changed)
-
-
-def refresh_override_warning(iteration_id: int) -> None:
-    """Keep the iteration's override warning true (also after a re-import rewrote its
-    warnings); the caller starts a new dashboard generation."""
-    iteration = Iteration.objects.select_for_update().only("validity_warnings").get(pk=iteration_id)
-    # `override` stores None when a reviewer restores the grader's verdict, so every non-null
-    # override_passed differs from `passed`.
-    count = AssertionResult.objects.filter(
-        grading__run__iteration_id=iteration_id, override_passed__isnull=False
-    ).count()
-    warnings = [w for w in iteration.validity_warnings if not _is_override_warning(w)]
-    if count:
-        warnings.append(OVERRIDE_WARNING.format(n=count, s="" if count == 1 else "s"))
-    Iteration.objects.filter(pk=iteration_id).update(
-        validity_warnings=warnings, updated_at=timezone.now()
-    )
-
-
-def _is_override_warning(warning: str) -> bool:
-    return warning.endswith(_OVERRIDE_WARNING_END) and warning[:1].isdigit()

@@ -46,10 +46,9 @@ from runs.models import EvalCase, Iteration, IterationNotFound, Run, RunStatus
 
 from .planning import grade_runs, judge_record
 from .report import JudgeFailed, JudgeNeeded, Progress, RegradeError, RegradeReport
-from .storing import REGRADE_WARNING, store_regrade
+from .storing import store_regrade
 
 __all__ = [
-    "REGRADE_WARNING",
     "JudgeFailed",
     "JudgeNeeded",
     "RegradeError",

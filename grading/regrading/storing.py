@@ -15,19 +15,13 @@ from grading.graders.grade import summarise
 from grading.graders.meta import SKILL_INVOKED_ID
 from runs.importing.checks import MAX_NAMED, run_name
 from runs.models import Generation, Iteration, Run, RunStatus
+from runs.search.index import index_runs
+from runs.warnings import ValidityWarning, without
 
 from ..models import AssertionResult, Grading, GradingHistory, Review
-from ..reviewing import refresh_override_warning
 from .planning import multi_run_cells
 from .report import Planned, RegradeReport
 
-#: The validity warning an iteration with regraded runs carries, kept true by each regrade.
-_REGRADE_WARNING_END = "a benchmark.json the source recorded describes the earlier gradings"
-REGRADE_WARNING = (
-    "{n} run(s) graded or regraded by evalsite after import ({judges}); " + _REGRADE_WARNING_END
-)
-#: How the importer's "N run(s) have no grading: …" warning reads (runs.importing.checks).
-_NO_GRADING = " run(s) have no grading: "
 #: Results are written in batches of this many runs (one IN list each).
 BATCH = 500
 
@@ -49,6 +43,7 @@ def store_regrade(
     batch = _Batch(now=timezone.now(), assertion_id=assertion_id, report=report)
     for start in range(0, len(planned), BATCH):
         batch.write(planned[start : start + BATCH])
+    index_runs(plan.run_id for plan in planned)  # new verdicts and evidence are searchable
     _refresh_iteration(iteration, report=report)
 
 
@@ -217,7 +212,6 @@ def _refresh_iteration(iteration: Iteration, *, report: RegradeReport) -> None:
         run_name(eval_id, condition, index, (eval_id, condition_id) in multi)
         for eval_id, condition, condition_id, index in ungraded[:MAX_NAMED]
     ]
-    more = f" and {len(ungraded) - MAX_NAMED} more" if len(ungraded) > MAX_NAMED else ""
     regraded = Grading.objects.filter(run__iteration=iteration, regraded__isnull=False)
     judges = sorted(
         set(
@@ -226,17 +220,15 @@ def _refresh_iteration(iteration: Iteration, *, report: RegradeReport) -> None:
             .values_list("judge_model", flat=True)
         )
     )
-    warnings = [
-        w
-        for w in iteration.validity_warnings
-        if not (_NO_GRADING in w and w.split(" ", 1)[0].isdigit())
-        and not w.endswith(_REGRADE_WARNING_END)
-    ]
+    # The importer's "N run(s) have no grading" and the last regrade's warning, made true.
+    warnings = without(iteration.validity_warnings, "no-grading", "regraded")
     if ungraded:
-        warnings.append(f"{len(ungraded)}{_NO_GRADING}" + ", ".join(names) + more)
+        unnamed = max(0, len(ungraded) - MAX_NAMED)
+        params = {"n": len(ungraded), "runs": names, "unnamed": unnamed}
+        warnings.append(ValidityWarning("no-grading", params).as_json())
     if count := regraded.count():
-        said = f"judge {', '.join(judges)}" if judges else "no judge asked"
-        warnings.append(REGRADE_WARNING.format(n=count, judges=said))
+        params = {"n": count, "judges": judges}
+        warnings.append(ValidityWarning("regraded", params).as_json())
     judge_model = iteration.judge_model
     judged = AssertionResult.objects.filter(grading__run__iteration=iteration, grader="llm_judge")
     models = set(judged.values_list("judge_model", flat=True).distinct())
@@ -246,5 +238,5 @@ def _refresh_iteration(iteration: Iteration, *, report: RegradeReport) -> None:
     Iteration.objects.filter(pk=iteration.pk).update(
         validity_warnings=warnings, missing_gradings=missing.count(), judge_model=judge_model
     )
-    refresh_override_warning(iteration.pk)
+    Iteration.objects.filter(pk=iteration.pk).refresh_override_warnings()
     Generation.objects.bump()

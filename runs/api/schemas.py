@@ -14,6 +14,7 @@ from ninja import Schema
 from pydantic import Field
 
 from ..names import address
+from ..warnings import messages
 
 
 class IntervalOut(Schema):
@@ -62,6 +63,12 @@ class DeltaOut(Schema):
     signal: str
 
 
+class ValidityWarningOut(Schema):
+    code: str
+    params: dict[str, Any]
+    message: str
+
+
 class IterationOut(Schema):
     # Reads an `analysis.IterationSummary`: its iteration's fields and the statistics.
     number: int = Field(alias="iteration.number")
@@ -71,7 +78,9 @@ class IterationOut(Schema):
     agent_model: str = Field(alias="iteration.agent_model")
     judge_model: str = Field(alias="iteration.judge_model")
     generated_at: datetime | None = Field(alias="iteration.generated_at")
+    #: The warnings' sentences; `validity_warning_details` has each one's code and params.
     validity_warnings: list[str]
+    validity_warning_details: list[ValidityWarningOut]
     conditions: list[ConditionOut]
     treatment: str | None
     control: str | None
@@ -85,7 +94,11 @@ class IterationOut(Schema):
 
     @staticmethod
     def resolve_validity_warnings(summary: Any) -> list[str]:
-        return list(summary.iteration.validity_warnings)
+        return messages(summary.iteration.validity_warnings)
+
+    @staticmethod
+    def resolve_validity_warning_details(summary: Any) -> list[dict[str, Any]]:
+        return summary.iteration.validity_warnings
 
     @staticmethod
     def resolve_treatment(summary: Any) -> str | None:

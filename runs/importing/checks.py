@@ -8,6 +8,7 @@ from typing import Any
 from runs.models import Role, role_for_condition
 from runs.stats import benchmark_disagreements, build_benchmark
 from runs.stats.rows import RunSample
+from runs.warnings import MAX_NAMED, ValidityWarning, merged, named
 
 from .records import ParsedIteration, ParsedRun
 
@@ -17,26 +18,27 @@ FINDING_FILES = {
     "guard-denials": "guard-denials.json",
     "permission-denials": "permission-denials.json",
 }
-MAX_NAMED = 5
 
 
 def run_name(eval_id: str, condition: str, run_index: int | None, multi: bool) -> str:
     return f"{eval_id}/{condition}" + (f"/run-{run_index}" if multi and run_index else "")
 
 
-def _names(runs: list[ParsedRun], multi: set[tuple[str, str]]) -> str:
-    names = [
-        run_name(r.eval_id, r.condition, r.run_index, (r.eval_id, r.condition) in multi)
-        for r in runs[:MAX_NAMED]
-    ]
-    more = f" and {len(runs) - MAX_NAMED} more" if len(runs) > MAX_NAMED else ""
-    return ", ".join(names) + more
+def _names(runs: list[ParsedRun], multi: set[tuple[str, str]]) -> dict[str, Any]:
+    """A warning's `runs` and `unnamed` parameters for these runs."""
+    return named(
+        [
+            run_name(r.eval_id, r.condition, r.run_index, (r.eval_id, r.condition) in multi)
+            for r in runs
+        ]
+    )
 
 
-def validity_warnings(parsed: ParsedIteration) -> list[str]:
-    """The source's own warnings, then evalsite's, without repeats."""
+def validity_warnings(parsed: ParsedIteration) -> list[dict[str, Any]]:
+    """The source's own warnings, then evalsite's, as stored, one per sentence."""
+    # The source's warnings are another tool's sentences: read as text, never parsed back.
     recorded = list(parsed.validity_warnings)
-    ours: list[str] = list(parsed.notices)
+    ours: list[ValidityWarning] = list(parsed.notices)
     cells = Counter((r.eval_id, r.condition) for r in parsed.runs)
     multi = {cell for cell, n in cells.items() if n > 1}
 
@@ -45,24 +47,20 @@ def validity_warnings(parsed: ParsedIteration) -> list[str]:
         by_eval[eval_id][condition] = n
     for eval_id, counts in sorted(by_eval.items()):
         if len(set(counts.values())) > 1:
-            detail = ", ".join(f"{c} {n}" for c, n in sorted(counts.items()))
-            ours.append(f"uneven run counts on {eval_id}: {detail}")
+            ours.append(
+                ValidityWarning("uneven-run-counts", {"eval_id": eval_id, "counts": counts})
+            )
 
     errored = [r for r in parsed.runs if r.status == "errored"]
     if errored:
-        ours.append(
-            f"{len(errored)} run(s) errored and are left out of pass rates: "
-            + _names(errored, multi)
-        )
+        ours.append(ValidityWarning("errored-runs", {"n": len(errored), **_names(errored, multi)}))
     ungraded = [r for r in parsed.runs if r.grading is None and r.status != "errored"]
     if ungraded:
-        ours.append(f"{len(ungraded)} run(s) have no grading: " + _names(ungraded, multi))
+        ours.append(ValidityWarning("no-grading", {"n": len(ungraded), **_names(ungraded, multi)}))
 
     empty = sorted({r.eval_id for r in parsed.runs if r.grading and r.grading.total == 0})
     if empty:
-        ours.append(
-            "eval(s) with zero assertions score 0 in eval-magic's pass rate: " + ", ".join(empty)
-        )
+        ours.append(ValidityWarning("zero-assertions", {"evals": empty}))
 
     loading = {c.name for c in parsed.conditions if c.loads_skill}
     for condition in sorted(loading):
@@ -74,21 +72,25 @@ def validity_warnings(parsed: ParsedIteration) -> list[str]:
             and r.grading.skill_invoked is not None
             and _should_trigger(parsed, r.eval_id)
         ]
+        # eval-magic writes its own invocation warning; evalsite's would say it again.
         already = any("invocation" in w and condition in w for w in recorded)
         if verdicts and not all(verdicts) and not already:
-            ours.append(
-                f"{condition} invoked the skill in {sum(verdicts)} of {len(verdicts)} run(s) "
-                f"({100 * sum(verdicts) / len(verdicts):.0f}%): the comparison is diluted"
-            )
+            params = {
+                "condition": condition,
+                "invoked": sum(verdicts),
+                "runs": len(verdicts),
+                "percent": 100 * sum(verdicts) / len(verdicts),
+            }
+            ours.append(ValidityWarning("diluted-invocation", params))
 
     ours.extend(_assertion_set_warnings(parsed))
     ours.extend(_finding_warnings(parsed, recorded))
     ours.extend(_benchmark_cross_check(parsed))
     ours.extend(_skill_creator_cross_check(parsed))
-    return list(dict.fromkeys(recorded + ours))
+    return merged(map(ValidityWarning.recorded, recorded), ours)
 
 
-def _assertion_set_warnings(parsed: ParsedIteration) -> list[str]:
+def _assertion_set_warnings(parsed: ParsedIteration) -> list[ValidityWarning]:
     """Arms graded on different assertions are not compared like for like."""
     graded: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for run in parsed.runs:
@@ -101,12 +103,10 @@ def _assertion_set_warnings(parsed: ParsedIteration) -> list[str]:
         sets = list(by_condition.items())
         if len(sets) < 2 or all(ids == sets[0][1] for _, ids in sets[1:]):
             continue
-        shown = "; ".join(
-            f"{condition}: {', '.join(sorted(ids)[:MAX_NAMED]) or 'none'}"
-            + (f" and {len(ids) - MAX_NAMED} more" if len(ids) > MAX_NAMED else "")
-            for condition, ids in sorted(sets)
+        assertions = {condition: sorted(ids) for condition, ids in sets}
+        warnings.append(
+            ValidityWarning("assertion-sets-differ", {"eval_id": eval_id, "assertions": assertions})
         )
-        warnings.append(f"{eval_id}: the conditions were graded on different assertions ({shown})")
     return warnings
 
 
@@ -115,7 +115,7 @@ def _should_trigger(parsed: ParsedIteration, eval_id: str) -> bool:
     return definition is None or definition.skill_should_trigger
 
 
-def _finding_warnings(parsed: ParsedIteration, recorded: list[str]) -> list[str]:
+def _finding_warnings(parsed: ParsedIteration, recorded: list[str]) -> list[ValidityWarning]:
     warnings = []
     for kind, filename in FINDING_FILES.items():
         report = parsed.findings.get(kind)
@@ -129,20 +129,16 @@ def _finding_warnings(parsed: ParsedIteration, recorded: list[str]) -> list[str]
             if kind == "stray-writes":
                 count = len(entry.get("violations") or [])
                 if count:
-                    warnings.append(
-                        f"{where} wrote {count} file(s) outside its task environment ({filename})"
-                    )
+                    params = {"run": where, "count": count, "file": filename}
+                    warnings.append(ValidityWarning("stray-writes", params))
             elif kind == "guard-denials":
-                warnings.append(
-                    f"{where}: {entry['denial_count']} tool call(s) blocked by the write guard "
-                    f"({filename})"
-                )
+                params = {"run": where, "count": entry["denial_count"], "file": filename}
+                warnings.append(ValidityWarning("guard-denials", params))
             else:
                 refused = entry["denial_count"] - entry.get("guard_attributed_count", 0)
                 if refused > 0:
-                    warnings.append(
-                        f"{where}: {refused} tool call(s) refused by the harness ({filename})"
-                    )
+                    params = {"run": where, "count": refused, "file": filename}
+                    warnings.append(ValidityWarning("harness-refusals", params))
     return warnings
 
 
@@ -170,26 +166,23 @@ def recomputed_benchmark(parsed: ParsedIteration, recorded: dict[str, Any]) -> d
     )
 
 
-def _benchmark_cross_check(parsed: ParsedIteration) -> list[str]:
+def _benchmark_cross_check(parsed: ParsedIteration) -> list[ValidityWarning]:
     recorded = parsed.recorded_benchmark
     if not recorded or "conditions_compared" not in recorded:
         return []  # only eval-magic benchmarks carry figures to check
     names = {c.name for c in parsed.conditions}
     if not set(recorded["conditions_compared"]) <= names:
-        return [
-            "recorded benchmark.json compares "
-            + " and ".join(recorded["conditions_compared"])
-            + ", which are not both in this iteration"
-        ]
+        conditions = list(recorded["conditions_compared"])
+        return [ValidityWarning("benchmark-conditions-missing", {"conditions": conditions})]
     has_timing = any(r.duration_ms is not None or r.total_tokens is not None for r in parsed.runs)
     problems = benchmark_disagreements(
         recomputed_benchmark(parsed, recorded), recorded, include_timing=has_timing
     )
     if not problems:
         return []
-    shown = "; ".join(problems[:MAX_NAMED])
-    more = f" (and {len(problems) - MAX_NAMED} more)" if len(problems) > MAX_NAMED else ""
-    return [f"recorded benchmark.json disagrees with the gradings: {shown}{more}"]
+    unnamed = max(0, len(problems) - MAX_NAMED)
+    params = {"problems": problems[:MAX_NAMED], "unnamed": unnamed}
+    return [ValidityWarning("benchmark-disagrees", params)]
 
 
 #: skill-creator writes means rounded to a few decimals, often by hand: within this, agree.
@@ -210,7 +203,7 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def _skill_creator_cross_check(parsed: ParsedIteration) -> list[str]:
+def _skill_creator_cross_check(parsed: ParsedIteration) -> list[ValidityWarning]:
     """Compare a skill-creator benchmark.json's run_summary and delta with the runs.
 
     skill-creator's aggregator subtracts configurations in alphabetical folder order, so
@@ -235,10 +228,8 @@ def _skill_creator_cross_check(parsed: ParsedIteration) -> list[str]:
         pass_rate = stats.get("pass_rate")
         mean = _number(pass_rate.get("mean") if isinstance(pass_rate, dict) else pass_rate)
         if mean is not None and abs(mean - means[condition]) > SKILL_CREATOR_TOLERANCE:
-            warnings.append(
-                f"recorded benchmark.json gives {condition} a mean pass rate of {mean:.3f}; "
-                f"its runs give {means[condition]:.3f}"
-            )
+            params = {"condition": condition, "recorded": mean, "ours": means[condition]}
+            warnings.append(ValidityWarning("skill-creator-mean", params))
     delta = summary.get("delta")
     recorded_delta = _number(delta.get("pass_rate") if isinstance(delta, dict) else None)
     treatment = [c for c in means if role_for_condition(c) == Role.TREATMENT]
@@ -249,15 +240,15 @@ def _skill_creator_cross_check(parsed: ParsedIteration) -> list[str]:
     first, second = sorted([treatment[0], control[0]])
     if abs(recorded_delta - ours) <= SKILL_CREATOR_TOLERANCE:
         return warnings
+    params = {
+        "recorded": recorded_delta,
+        "treatment": treatment[0],
+        "control": control[0],
+        "ours": ours,
+    }
     if abs(recorded_delta + ours) <= SKILL_CREATOR_TOLERANCE:
-        warnings.append(
-            f"recorded benchmark.json's delta {recorded_delta:+.2f} is {first} - {second} "
-            f"(skill-creator subtracts in alphabetical order); evalsite shows treatment - "
-            f"control: {treatment[0]} - {control[0]} = {ours:+.2f}"
-        )
+        params |= {"first": first, "second": second}
+        warnings.append(ValidityWarning("skill-creator-delta-order", params))
     else:
-        warnings.append(
-            f"recorded benchmark.json's delta {recorded_delta:+.2f} disagrees with its runs: "
-            f"{treatment[0]} - {control[0]} = {ours:+.2f}"
-        )
+        warnings.append(ValidityWarning("skill-creator-delta", params))
     return warnings

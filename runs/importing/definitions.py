@@ -7,6 +7,7 @@ from typing import Any
 # One normalisation of assertions and expectation ids, shared with the graders (which must
 # not need Django): a regraded run's results then line up with imported ones.
 from grading.graders.expectations import case_assertions
+from runs.warnings import ValidityWarning
 
 from . import jsonfiles
 from .errors import ImportFailure
@@ -99,7 +100,7 @@ def parse_skill_md(text: str, *, display: str) -> tuple[str | None, str]:
 
 def read_evals_hint(
     raw: bytes, *, display: str
-) -> tuple[str | None, dict[str, EvalDefinition], str | None]:
+) -> tuple[str | None, dict[str, EvalDefinition], ValidityWarning | None]:
     """(skill_name, definitions, warning) from an evals.json found beside results.
 
     Such a file only says which definitions the runs probably ran; nobody asked to import
@@ -114,7 +115,7 @@ def read_evals_hint(
     try:
         name, definitions = parse_evals_json(raw, display=display, allow_empty_prompts=True)
     except ImportFailure:
-        return None, {}, f"{first.message} (not used to link evals)"
+        return None, {}, ValidityWarning("evals-json-unused", {"problem": first.message})
     return name, definitions, None
 
 
@@ -149,7 +150,7 @@ def read_skill_definitions(
         else:
             evals_name, evals, warning = read_evals_hint(evals_json, display=shown)
             if warning:
-                warnings.append(warning)
+                warnings.append(warning.message)
         name = name or evals_name
     return SkillDefinitions(
         skill_name=name or folder_name,

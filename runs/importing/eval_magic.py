@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from runs.models import SourceKind
+from runs.warnings import ValidityWarning
 
 from . import jsonfiles
 from .definitions import matches_what_ran
@@ -82,10 +83,7 @@ def read_iteration(
         iteration.validity_warnings = list(benchmark.get("validity_warnings") or [])
     runevals = conditions_doc.get("runevals")
     if isinstance(runevals, dict) and runevals.get("sandbox") is False:
-        iteration.notices.append(
-            "runevals ran this iteration with --unsafe-no-sandbox: what the agents and the "
-            "command checks ran was not contained, and may have read this machine's secrets"
-        )
+        iteration.notices.append(ValidityWarning("unsafe-no-sandbox"))
     if "skill-snapshot.md" in tree.files:
         iteration.skill_snapshot = jsonfiles.read_text(
             tree.files["skill-snapshot.md"], display=tree.shown("skill-snapshot.md")
@@ -129,20 +127,22 @@ def read_iteration(
             )
         )
     for condition, eval_dirs in sorted(undeclared.items()):
-        iteration.notices.append(
-            f"condition folder {condition!r} in {len(set(eval_dirs))} eval folder(s) "
-            f"(first {tree.shown(eval_dirs[0] + '/' + condition)}) is not declared in "
-            f"conditions.json ({', '.join(sorted(declared))}); it was ignored"
-        )
+        params = {
+            "condition": condition,
+            "eval_folders": len(set(eval_dirs)),
+            "first": tree.shown(eval_dirs[0] + "/" + condition),
+            "declared": sorted(declared),
+        }
+        iteration.notices.append(ValidityWarning("undeclared-condition", params))
     with_runs = {run.condition for run in iteration.runs}
     for name in declared:
         if name not in with_runs:
-            iteration.notices.append(f"condition {name!r} of conditions.json has no runs")
+            iteration.notices.append(ValidityWarning("condition-without-runs", {"condition": name}))
     iteration.evals = resolve_definitions(iteration.runs, definitions)
     return iteration
 
 
-def _run_folders(tree: FileTree, notices: list[str]) -> list[tuple[str, str, int, str]]:
+def _run_folders(tree: FileTree, notices: list[ValidityWarning]) -> list[tuple[str, str, int, str]]:
     """(eval folder, condition, run index, path prefix) of every run, flat or run-<k>.
 
     As in eval-magic, `run-<k>/` folders win over a flat run file beside them (named in a
@@ -161,10 +161,9 @@ def _run_folders(tree: FileTree, notices: list[str]) -> list[tuple[str, str, int
     found = []
     for (eval_dir, condition), cell in sorted(cells.items()):
         if cell["flat"] and cell["runs"]:
-            notices.append(
-                f"{tree.shown(f'{eval_dir}/{condition}')} holds run-<k> folders and a flat "
-                f"{sorted(cell['flat'])[0]}; the run folders were imported, the flat files ignored"
-            )
+            folder, flat = tree.shown(f"{eval_dir}/{condition}"), sorted(cell["flat"])[0]
+            params = {"folder": folder, "file": flat}
+            notices.append(ValidityWarning("flat-run-file-ignored", params))
         elif cell["flat"]:
             found.append((eval_dir, condition, 1, f"{eval_dir}/{condition}/"))
         for index, prefix in sorted(cell["runs"].items()):

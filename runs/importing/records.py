@@ -9,6 +9,8 @@ from typing import Any
 
 import orjson
 
+from runs.warnings import ValidityWarning
+
 
 def fingerprint(definition: dict[str, Any]) -> str:
     """sha256 of the canonical JSON of an eval definition (key order does not matter)."""
@@ -166,7 +168,7 @@ class ParsedIteration:
     reviews: list[ParsedReview] = field(default_factory=list)
     skill_description: str = ""
     #: Validity warnings about what the importer tolerated (SPEC §3: lenient, never silent).
-    notices: list[str] = field(default_factory=list)
+    notices: list[ValidityWarning] = field(default_factory=list)
 
     @property
     def missing_gradings(self) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 
 from grading.graders.expectations import case_assertions, unique_slugs
 from runs.models import SourceKind
+from runs.warnings import ValidityWarning
 
 from . import jsonfiles
 from .definitions import matches_what_ran
@@ -210,7 +211,7 @@ def _check_unique_ids(
 
 
 def _run_folders(
-    tree: FileTree, eval_dirs: list[str], notices: list[str]
+    tree: FileTree, eval_dirs: list[str], notices: list[ValidityWarning]
 ) -> list[tuple[str, str, int, str]]:
     """(eval folder, configuration, run number, prefix) for flat and run-<k> layouts.
 
@@ -232,12 +233,10 @@ def _run_folders(
             }
             flat = [name for name in RUN_FILES if f"{cell}/{name}" in tree.sizes]
             if runs and flat:
-                notices.append(
-                    f"{tree.shown(cell)} holds run-<k> folders and a flat {flat[0]}; "
-                    "the run folders were imported and the flat file ignored"
-                )
+                params = {"folder": tree.shown(cell), "file": flat[0]}
+                notices.append(ValidityWarning("flat-run-file-ignored", params))
             if 0 in runs:
-                notices.append(f"{tree.shown(cell)}: run folders are numbered from run-0")
+                notices.append(ValidityWarning("runs-from-zero", {"folder": tree.shown(cell)}))
             if not runs:
                 found.append((eval_dir, config, 1, f"{cell}/"))
             for index, prefix in sorted(runs.items()):

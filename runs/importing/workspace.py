@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import transaction
 
 from runs.models import EvalCase, Generation
+from runs.warnings import ValidityWarning
 
 from . import baseline, eval_magic, jsonfiles, skill_creator
 from .archives import archive_kind, extract_archive
@@ -209,14 +210,14 @@ class _Importer:
 
     def _known_definitions(
         self, source: Source, definitions: SkillDefinitions | None
-    ) -> tuple[str | None, dict[str, EvalDefinition], list[str]]:
+    ) -> tuple[str | None, dict[str, EvalDefinition], list[ValidityWarning]]:
         """(skill_name, definitions, warnings) an iteration is checked against, nearest first.
 
         A copy inside the iteration (runevals writes one) is exactly what ran; then the
         skill folder it belongs to; then an evals.json beside it. None of these is a file the
         user asked to import, so an invalid one is a warning, not a rejection.
         """
-        warnings: list[str] = []
+        warnings: list[ValidityWarning] = []
         neighbours = [source.path.parent / "evals.json"]
         if source.kind != "baseline":
             neighbours.append(source.path.parent / "evals" / "evals.json")

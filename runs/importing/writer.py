@@ -12,7 +12,6 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from grading.models import AssertionResult, Grading, GradingHistory, Review
-from grading.reviewing import refresh_override_warning
 from runs.models import (
     Condition,
     EvalCase,
@@ -28,6 +27,7 @@ from runs.names import (
     validate_eval_id,
     validate_skill_name,
 )
+from runs.search.index import index_iteration
 
 from .checks import validity_warnings
 from .detect import natural_key
@@ -273,10 +273,11 @@ class Writer:
         cases = self.eval_cases(skill, parsed.evals)
         runs_by_key = self._runs(iteration, parsed.runs, conditions, cases, fresh=existing is None)
         self._reviews(parsed, runs_by_key)
+        index_iteration(iteration)  # in the import's transaction: searchable with it
         if existing is not None:
             # The warnings were just recomputed from the files; overrides of runs the source
             # did not change still count, and must still be announced.
-            refresh_override_warning(iteration.pk)
+            Iteration.objects.filter(pk=iteration.pk).refresh_override_warnings()
         return iteration
 
     def _conditions(self, iteration: Iteration, parsed: ParsedIteration) -> dict[str, Condition]:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from django.db import models
 from django.http import Http404
 from django.urls import reverse
+from django.utils import timezone
 
 from ..names import NameValidator
+from ..warnings import ValidityWarning, without
 from .choices import ROLE_CHOICES, Mode, SourceKind
 from .skills import EvalCase, Skill
 
@@ -62,6 +64,23 @@ class IterationQuerySet(models.QuerySet):
         """Iterations without their large recorded documents, for lists and trends."""
         return self.select_related("skill").defer(*LARGE_ITERATION_FIELDS, "skill__notes")
 
+    def refresh_override_warnings(self) -> None:
+        """Keep each iteration's "N assertion results overridden by reviewers" warning true
+        (also after a re-import rewrote its warnings); the caller starts a new generation."""
+        overridden = models.Q(runs__grading__results__override_passed__isnull=False)
+        for iteration in self.select_for_update().only("validity_warnings"):
+            # `override` stores None when a reviewer restores the grader's verdict, so every
+            # non-null override_passed differs from `passed`.
+            count = Iteration.objects.filter(pk=iteration.pk).aggregate(
+                n=models.Count("runs__grading__results", filter=overridden)
+            )["n"]
+            warnings = without(iteration.validity_warnings, "overridden")
+            if count:
+                warnings.append(ValidityWarning("overridden", {"n": count}).as_json())
+            Iteration.objects.filter(pk=iteration.pk).update(
+                validity_warnings=warnings, updated_at=timezone.now()
+            )
+
     def trend_of(self, skill: Skill) -> list[Iteration]:
         """The skill's iterations, oldest first, light, each holding `skill` (no join)."""
         iterations = list(
@@ -91,7 +110,8 @@ class Iteration(models.Model):
     judge_model = models.CharField(max_length=200, blank=True)
     harness = models.CharField(max_length=200, blank=True)
     generated_at = models.DateTimeField(null=True, blank=True)
-    #: Warnings recorded by the source tool (benchmark.json) and found by the importer.
+    #: Warnings recorded by the source tool (benchmark.json) and found by the importer, as
+    #: `runs.warnings` stores them: [{"code", "params", "message"}].
     validity_warnings = models.JSONField(default=list)
     missing_gradings = models.PositiveIntegerField(default=0)
     #: The source's own benchmark.json, kept as recorded (cross-check, don't trust).

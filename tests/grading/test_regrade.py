@@ -18,6 +18,7 @@ from grading.regrading import regrade_iteration
 from grading.reviewing import override
 from runs.importing import import_workspace
 from runs.models import Iteration, Run
+from runs.warnings import messages
 from tests.factories import (
     eval_magic_iteration,
     skill_creator_iteration,
@@ -119,7 +120,7 @@ def test_it_grades_the_runs_a_skill_creator_grader_never_ran_on(
     fake_api_env.script = verdicts(True)
     graded = {g.pk: results(g.run) for g in Grading.objects.all()}
     assert creator.missing_gradings == 2
-    assert any("2 run(s) have no grading" in w for w in creator.validity_warnings)
+    assert any("2 run(s) have no grading" in w for w in messages(creator.validity_warnings))
 
     out = regrade(CREATOR, "1", "--only-missing", "--judge-model", JUDGE)
 
@@ -146,8 +147,10 @@ def test_it_grades_the_runs_a_skill_creator_grader_never_ran_on(
     assert not GradingHistory.objects.exists()
     creator.refresh_from_db()
     assert creator.missing_gradings == 0
-    assert not any("have no grading" in w for w in creator.validity_warnings)
-    assert any("2 run(s) graded or regraded by evalsite" in w for w in creator.validity_warnings)
+    assert not any("have no grading" in w for w in messages(creator.validity_warnings))
+    assert any(
+        "2 run(s) graded or regraded by evalsite" in w for w in messages(creator.validity_warnings)
+    )
 
 
 def test_regrading_with_another_judge_keeps_the_old_gradings_and_moves_every_figure(
@@ -262,7 +265,9 @@ def test_one_assertion_is_regraded_alone_and_overrides_of_the_others_still_count
     assert (grading.passed, grading.total) == (3, 4)
     assert grading.original_summary == {"passed": 2, "failed": 2, "total": 4, "pass_rate": 0.5}
     demo.refresh_from_db()
-    assert "1 assertion result overridden by reviewers" in " ".join(demo.validity_warnings)
+    assert "1 assertion result overridden by reviewers" in " ".join(
+        messages(demo.validity_warnings)
+    )
 
 
 def test_it_exits_2_without_an_api_key_before_any_call(

@@ -9,6 +9,7 @@ import pytest
 
 from runs.importing import import_workspace
 from runs.models import Iteration, Run
+from runs.warnings import messages
 from tests.factories import eval_magic_iteration, grading, write_json
 
 pytestmark = pytest.mark.django_db
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 def warnings_of(folder: Path) -> list[str]:
     import_workspace([folder])
-    return Iteration.objects.get().validity_warnings
+    return messages(Iteration.objects.get().validity_warnings)
 
 
 def test_uneven_run_counts_are_named_per_eval(tmp_path: Path) -> None:

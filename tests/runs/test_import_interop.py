@@ -11,6 +11,7 @@ import pytest
 from grading.models import Grading
 from runs.importing import import_workspace
 from runs.models import EvalCase, Iteration, Run, Skill
+from runs.warnings import messages
 
 pytestmark = pytest.mark.django_db
 
@@ -79,7 +80,7 @@ def test_the_real_baselines_keep_their_provenance(real_fixtures: Path) -> None:
         "claude-sonnet-4-6",
     )
     assert audit.generated_at.isoformat() == "2026-05-29T01:53:18.024000+00:00"
-    assert audit.validity_warnings == [
+    assert messages(audit.validity_warnings) == [
         "ordinary-dev-task-no-audit/with_skill wrote 4 file(s) outside its outputs dir — "
         "data point may be tainted (see stray-writes.json)."
     ]

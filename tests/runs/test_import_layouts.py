@@ -12,6 +12,7 @@ from django.core.management import CommandError, call_command
 
 from runs.importing import ImportFailure, import_workspace
 from runs.models import EvalCase, Iteration, Run, Skill
+from runs.warnings import messages
 from tests.factories import eval_magic_iteration, grading, skill_folder, write_json
 
 pytestmark = pytest.mark.django_db
@@ -276,7 +277,8 @@ def test_run_folders_win_over_a_flat_grading_beside_them(tmp_path: Path) -> None
     iteration = Iteration.objects.get()
     assert iteration.runs.filter(condition__name="with_skill").count() == 2
     assert any(
-        "holds run-<k> folders and a flat grading.json" in w for w in iteration.validity_warnings
+        "holds run-<k> folders and a flat grading.json" in w
+        for w in messages(iteration.validity_warnings)
     )
 
 
@@ -294,7 +296,7 @@ def test_an_undeclared_condition_folder_is_ignored_with_a_warning(tmp_path: Path
 
     iteration = Iteration.objects.get()
     assert iteration.runs.count() == 2
-    assert any("'with_skil'" in w and "ignored" in w for w in iteration.validity_warnings)
+    assert any("'with_skil'" in w and "ignored" in w for w in messages(iteration.validity_warnings))
 
 
 def test_a_declared_condition_without_runs_is_named(tmp_path: Path) -> None:
@@ -302,7 +304,7 @@ def test_a_declared_condition_without_runs_is_named(tmp_path: Path) -> None:
 
     import_workspace([folder])
 
-    warnings = Iteration.objects.get().validity_warnings
+    warnings = messages(Iteration.objects.get().validity_warnings)
     assert "condition 'without_skill' of conditions.json has no runs" in warnings
 
 
@@ -452,7 +454,7 @@ def test_arms_graded_on_different_assertions_are_named(tmp_path: Path) -> None:
     assert (
         "alpha: the conditions were graded on different assertions "
         "(with_skill: a, b; without_skill: a)"
-    ) in Iteration.objects.get().validity_warnings
+    ) in messages(Iteration.objects.get().validity_warnings)
 
 
 def test_a_skill_creator_delta_in_alphabetical_order_is_named_not_copied(tmp_path: Path) -> None:
@@ -476,7 +478,7 @@ def test_a_skill_creator_delta_in_alphabetical_order_is_named_not_copied(tmp_pat
 
     import_workspace([folder])
 
-    warnings = Iteration.objects.get().validity_warnings
+    warnings = messages(Iteration.objects.get().validity_warnings)
     assert (
         "recorded benchmark.json's delta -1.00 is old_skill - with_skill (skill-creator "
         "subtracts in alphabetical order); evalsite shows treatment - control: "
@@ -492,7 +494,7 @@ def test_a_skill_creator_benchmark_mean_that_disagrees_is_named(tmp_path: Path) 
 
     assert (
         "recorded benchmark.json gives with_skill a mean pass rate of 0.500; its runs give 1.000"
-    ) in Iteration.objects.get().validity_warnings
+    ) in messages(Iteration.objects.get().validity_warnings)
 
 
 def test_duplicate_eval_ids_in_one_iteration_are_rejected(tmp_path: Path) -> None:
@@ -670,4 +672,6 @@ def test_an_iteration_runevals_ran_unsandboxed_carries_a_warning(tmp_path: Path)
 
     import_workspace([folder])
 
-    assert any("--unsafe-no-sandbox" in w for w in Iteration.objects.get().validity_warnings)
+    assert any(
+        "--unsafe-no-sandbox" in w for w in messages(Iteration.objects.get().validity_warnings)
+    )
