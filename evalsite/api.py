@@ -10,6 +10,7 @@ from accounts.auth import docs_access
 from grading.api import router as review_router
 from grading.reviewing import ReviewError
 from runs.api import router as results_router
+from runs.search.api import router as search_router
 from runs.importing import ImportFailure
 from runs.importing.uploads import UploadTooLarge
 
@@ -26,6 +27,7 @@ api = NinjaAPI(
 )
 api.add_router("/", results_router)
 api.add_router("/", review_router)
+api.add_router("/", search_router)
 
 
 @api.exception_handler(Http404)

@@ -141,6 +141,7 @@ INSTALLED_APPS = [
     "ninja",  # serves the API docs' Swagger UI from static files, not a CDN
     "template_partials",
     "runs",
+    "runs.search",  # app label "search": full-text search over the runs
     "runs.campaigns",
     "grading",
     "accounts",

@@ -23,5 +23,6 @@ urlpatterns = [
     # A queued campaign's progress: login required (no share link or public read opens it).
     path("campaigns/", include("runs.campaigns.urls")),
     path("", include("grading.urls")),
+    path("", include("runs.search.urls")),
     path("", include("runs.urls")),
 ]

@@ -10,10 +10,13 @@ become script. Every link gets `rel="noopener noreferrer nofollow"`.
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 
 import nh3
+from django.core.cache import cache
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
@@ -98,6 +101,37 @@ def render_markdown(text: str | None) -> SafeString:
     return sanitise(_parser().render(text))
 
 
+#: Rendered Markdown is a function of the text alone, so it is cached by the text's digest
+#: across dashboard generations: a transcript re-rendered after an import parses nothing.
+RENDERED_CACHE_SECONDS = 7 * 24 * 3600
+_CACHE_VERSION = "md1"  # change when the rendering changes
+
+
+def markdown_blocks(texts: Sequence[str]) -> list[SafeString]:
+    """`markdown_block` of each text; the ones that need the parser come from the cache
+    (one round trip for all of them) or are parsed and cached."""
+    keys = {
+        text: f"{_CACHE_VERSION}:{hashlib.blake2b(text.encode(), digest_size=16).hexdigest()}"
+        for text in texts
+        if text.strip() and len(text) <= MAX_RENDERED_CHARS and _PLAIN.search(text)
+    }
+    cached = cache.get_many(list(set(keys.values()))) if keys else {}
+    missing = {}
+    rendered = []
+    for text in texts:
+        key = keys.get(text)
+        if key is None:
+            rendered.append(markdown_block(text))
+            continue
+        html = cached.get(key)
+        if html is None:
+            html = cached[key] = missing[key] = sanitise(_parser().render(text))
+        rendered.append(_block(text, mark_safe(html)))  # noqa: S308 (sanitised when cached)
+    if missing:
+        cache.set_many({k: str(v) for k, v in missing.items()}, RENDERED_CACHE_SECONDS)
+    return rendered
+
+
 #: "matched ordinal 5: …", "ordinal 12", "[4] tool call": where graders name an event.
 _ORDINAL = re.compile(r"\b(ordinal\s+)(\d+)\b")
 
@@ -126,9 +160,13 @@ def markdown_block(text: str | None) -> SafeString:
     """Rendered Markdown with its source one click away: a "raw" toggle that needs no script
     (a <details> whose opening hides the rendered sibling, in CSS)."""
     text = text or ""
+    return _block(text, render_markdown(text))
+
+
+def _block(text: str, rendered: SafeString) -> SafeString:
     return format_html(
         '<div class="md-block"><details class="md-source"><summary title="show the text as '
         'written">raw</summary><pre>{}</pre></details><div class="md text">{}</div></div>',
         text,
-        render_markdown(text),
+        rendered,
     )

@@ -15,11 +15,12 @@ from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template.defaultfilters import filesizeformat
 from django.utils.functional import SimpleLazyObject
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
-from .markup import markdown_block
+from .markup import markdown_block, markdown_blocks
 from .models import Generation, Run
 from .names import findable
 
@@ -49,6 +50,22 @@ class Event:
     @property
     def result_cut(self) -> bool:
         return self.result is not None and self.result_size > len(self.result)
+
+    @property
+    def n(self) -> str:
+        """The ordinal as text: an int in a template goes through number localisation,
+        6,000 times for a 2,000-event transcript."""
+        return str(self.ordinal)
+
+    @property
+    def css(self) -> str:
+        """The event's classes: its kind, and whether it errored or loaded a skill."""
+        marks = ("error",) * self.is_error + ("skill-call",) * bool(self.skill)
+        return " ".join((self.kind, *marks))
+
+    @property
+    def size(self) -> str:
+        return filesizeformat(self.result_size)
 
 
 def _text(value: Any) -> str:
@@ -88,8 +105,9 @@ def _who(event: dict[str, Any]) -> str:
     return "scripted turn" if (event.get("round") or 1) > 1 else "user"
 
 
-def shape(event: dict[str, Any], *, full_result: bool = False) -> Event:
-    """One recorded event (conversation.json or run.json `tool_invocations`) as an Event."""
+def shape(event: dict[str, Any], *, html: SafeString | None = None) -> Event:
+    """One recorded event (conversation.json or run.json `tool_invocations`) as an Event;
+    a message's `html` when it was rendered already."""
     ordinal = int(event.get("ordinal") or 0)
     round_ = event.get("round") if isinstance(event.get("round"), int) else None
     if event.get("type", "tool_invocation") != "tool_invocation":
@@ -99,7 +117,7 @@ def shape(event: dict[str, Any], *, full_result: bool = False) -> Event:
             kind=kind,
             who=_who(event),
             round=round_,
-            html=markdown_block(str(event.get("text") or "")),
+            html=html if html is not None else markdown_block(str(event.get("text") or "")),
             usage=_usage(event),
         )
     name = str(event.get("name") or "?")
@@ -107,7 +125,7 @@ def shape(event: dict[str, Any], *, full_result: bool = False) -> Event:
     raw = event.get("result")
     result = _text(raw) if raw is not None else None
     size = len(result) if result is not None else 0
-    if result is not None and not full_result and size > RESULT_HEAD_CHARS:
+    if result is not None and size > RESULT_HEAD_CHARS:
         result = result[:RESULT_HEAD_CHARS]
     summary = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
     return Event(
@@ -127,8 +145,17 @@ def shape(event: dict[str, Any], *, full_result: bool = False) -> Event:
 
 def events_of(conversation: list[Any], tool_invocations: list[Any]) -> list[Event]:
     """The transcript in ordinal order; a run without conversation.json shows its tool calls."""
-    recorded = conversation or tool_invocations or []
-    events = [shape(e) for e in recorded if isinstance(e, dict)]
+    recorded = [e for e in conversation or tool_invocations or [] if isinstance(e, dict)]
+    messages = [e for e in recorded if e.get("type", "tool_invocation") != "tool_invocation"]
+    # Every message's Markdown at once: one cache round trip for a whole transcript.
+    rendered = dict(
+        zip(
+            map(id, messages),
+            markdown_blocks([str(e.get("text") or "") for e in messages]),
+            strict=True,
+        )
+    )
+    events = [shape(e, html=rendered.get(id(e))) for e in recorded]
     events.sort(key=lambda e: e.ordinal)
     return events
 

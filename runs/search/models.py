@@ -1,0 +1,45 @@
+"""One search document per run: the text search reads, and what its filters need."""
+
+from __future__ import annotations
+
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+
+from runs.models import Iteration, Run, Skill
+
+
+class Outcome(models.TextChoices):
+    PASS = "pass", "passed every assertion"
+    FAIL = "fail", "failed one or more"
+    UNGRADED = "", "not graded"
+
+
+class SearchDocument(models.Model):
+    """What the search index holds for one run, written only by `runs.search.index`.
+
+    The text columns are the indexed content: on SQLite the FTS5 table `search_fts` reads
+    them (an external-content table, kept in step by triggers); on PostgreSQL `vector` is
+    computed from them and carries the GIN index. Skill, iteration, condition and outcome
+    are copied from the run so that filters never read the runs' rows (transcripts inline).
+    """
+
+    run = models.OneToOneField(
+        Run, on_delete=models.CASCADE, primary_key=True, related_name="search_document"
+    )
+    skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="+")
+    iteration = models.ForeignKey(Iteration, on_delete=models.CASCADE, related_name="+")
+    condition = models.CharField(max_length=100)
+    outcome = models.CharField(max_length=4, choices=Outcome.choices, blank=True)
+    prompt = models.TextField(blank=True)
+    final_message = models.TextField(blank=True)
+    evidence = models.TextField(blank=True)
+    notes = models.TextField(blank=True)
+    conversation = models.TextField(blank=True)
+    #: PostgreSQL only (NULL on SQLite, where FTS5 holds the index).
+    vector = SearchVectorField(null=True, editable=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["skill", "iteration"])]
+
+    def __str__(self) -> str:
+        return f"search document of run {self.run_id}"

@@ -1,0 +1,53 @@
+"""The search pages: one box per skill, one over every skill; `?q=` makes either shareable."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from runs.models import Condition, Iteration, Skill
+
+from .forms import SearchForm
+from .searching import PAGE_SIZE, search
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def site_search(request: HttpRequest) -> HttpResponse:
+    return _search_page(request, skill=None)
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def skill_search(request: HttpRequest, skill: str) -> HttpResponse:
+    return _search_page(request, skill=Skill.objects.get_by_name_or_404(skill))
+
+
+def _search_page(request: HttpRequest, *, skill: Skill | None) -> HttpResponse:
+    form = SearchForm(request.GET or None, skill=skill)
+    results, has_next = None, False
+    if form.is_valid() and form.cleaned_data["q"] is not None:
+        results = search(form.cleaned_data["q"], form.filters(), offset=form.offset())
+        has_next = results.count > form.offset() + PAGE_SIZE
+    conditions = (
+        Condition.objects.all()
+        if skill is None
+        else Condition.objects.filter(iteration__skill=skill)
+    )
+    numbers = Iteration.objects.filter(skill=skill).order_by("number")
+    context = {
+        "skill": skill,
+        "form": form,
+        "results": results,
+        "page": (form.cleaned_data.get("page") or 1) if form.is_valid() else 1,
+        "page_size": PAGE_SIZE,
+        "has_next": has_next,
+        "conditions": sorted(set(conditions.values_list("name", flat=True))),
+        "iterations": numbers.values_list("number", flat=True) if skill else [],
+    }
+    template_name = "search/search.html"
+    if request.htmx:
+        template_name += "#results"
+    return render(request, template_name, context)

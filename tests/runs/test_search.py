@@ -1,0 +1,264 @@
+"""Search: the query syntax, the index the import keeps exact, the pages and the API."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from grading.models import AssertionResult
+from grading.reviewing import add_note, override
+from runs.importing import import_workspace
+from runs.models import Iteration, Run
+from runs.search.models import SearchDocument
+from runs.search.query import QueryError, parse_query
+from runs.search.searching import Filters, search
+from tests.factories import eval_magic_iteration, write_json
+from tests.hostile import hostile_workspace, unsafe_markup
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE_PHRASE = "the title carried the machine's local date"
+
+
+def found(text: str, **filters: object) -> list[str]:
+    """'iteration:eval/condition/run' of every run the search finds, best first."""
+    results = search(parse_query(text), Filters(**filters), limit=100)
+    return [
+        f"{h.run.iteration.number}:{h.run.eval_id}/{h.run.condition.name}/{h.run.run_index}"
+        for h in results.hits
+    ]
+
+
+def set_final_message(folder: Path, eval_id: str, condition: str, text: str) -> None:
+    path = folder / f"eval-{eval_id}" / condition / "run.json"
+
+    record = json.loads(path.read_text())
+    record["final_message"] = text
+    write_json(path, record)
+
+
+@pytest.fixture
+def sample(db: None) -> None:
+    import_workspace([ROOT / "runs" / "sample"])
+
+
+# The query syntax -------------------------------------------------------------------------
+
+
+def test_phrases_exclusions_and_prefixes_are_parsed() -> None:
+    query = parse_query('timezone "local date" -flaky report*')
+
+    assert query.fts5() == '("timezone" AND "local date" AND "report"*) NOT ("flaky")'
+    assert [t.words for t in query.wanted] == [("timezone",), ("local", "date"), ("report",)]
+
+
+def test_punctuation_splits_words_the_same_way_on_both_databases() -> None:
+    assert parse_query("page_size").fts5() == '"page size"'
+    assert parse_query("src/report.py").fts5() == '"src report py"'
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "Type a word"),
+        ("   ", "Type a word"),
+        ('* - "" ()', "has no word"),
+        ("-flaky", "not only what to leave out"),
+        ("x" * 501, "at most 500 characters"),
+        (" ".join(["w"] * 21), "at most 20 words"),
+    ],
+)
+def test_a_query_with_nothing_to_find_says_why(text: str, message: str) -> None:
+    with pytest.raises(QueryError, match=message):
+        parse_query(text)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "text",
+    [
+        "NEAR(a b)",
+        "a OR b",
+        '"unclosed',
+        "col:term",
+        "^start",
+        "a AND",
+        '"a" "b"*',
+        "x*y -*",
+        "ü é 中文",
+    ],
+)
+def test_fts5_and_tsquery_operators_are_words_never_syntax(sample: None, text: str) -> None:
+    search(parse_query(text), Filters())  # no database error, whatever the operators
+
+
+# The index --------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_phrase_from_a_final_message_finds_its_run(sample: None) -> None:
+    hits = search(parse_query(f'"{SAMPLE_PHRASE}"'), Filters()).hits
+
+    assert {h.run.eval_id for h in hits} == {"timezone-boundary-flake"}
+    assert hits[0].found_in == "final message"
+    assert "<mark>local</mark> <mark>date</mark>" in hits[0].snippet
+    assert hits[0].url == f"{hits[0].run.get_absolute_url()}#final-{hits[0].run.pk}"
+
+
+@pytest.mark.django_db
+def test_a_match_in_the_conversation_links_to_its_event(sample: None) -> None:
+    hits = search(parse_query('"make the failure happen on demand"'), Filters()).hits
+    in_conversation = [h for h in hits if h.event is not None]
+
+    assert in_conversation, [h.found_in for h in hits]
+    assert in_conversation[0].url.endswith(f"#event-{in_conversation[0].event}")
+    assert in_conversation[0].found_in == f"event {in_conversation[0].event}"
+    assert in_conversation[0].event == 2  # the assistant's second message
+
+
+@pytest.mark.django_db
+def test_filters_narrow_by_skill_iteration_condition_and_outcome(sample: None) -> None:
+    skill = Iteration.objects.get(skill__name="taming-flaky-tests", number=3).skill
+    everywhere = found("timezone", skill_id=skill.pk)
+
+    only_3 = found("timezone", skill_id=skill.pk, iteration_number=3)
+    without = found("timezone", skill_id=skill.pk, condition="without_skill")
+    passed = found("timezone", skill_id=skill.pk, outcome="pass")
+    failed = found("timezone", skill_id=skill.pk, outcome="fail")
+
+    assert 0 < len(only_3) < len(everywhere)
+    assert without and all("/without_skill/" in hit for hit in without)
+    assert sorted(passed + failed) == sorted(h for h in everywhere if h in passed + failed)
+    assert set(passed).isdisjoint(failed)
+
+
+@pytest.mark.django_db
+def test_every_run_is_indexed_once(sample: None) -> None:
+    assert SearchDocument.objects.count() == Run.objects.count()
+
+
+@pytest.mark.django_db
+def test_re_import_keeps_the_index_exact(tmp_path: Path) -> None:
+    cells = {
+        ("alpha", "with_skill"): [{"a1": True}],
+        ("alpha", "without_skill"): [{"a1": False}],
+        ("beta", "with_skill"): [{"a1": True}],
+    }
+    folder = eval_magic_iteration(tmp_path, cells=cells)
+    set_final_message(folder, "alpha", "with_skill", "The zebra crossed first.")
+    set_final_message(folder, "beta", "with_skill", "A walrus appeared.")
+    import_workspace([tmp_path])
+    assert found("zebra") == ["1:alpha/with_skill/1"] and found("walrus") == ["1:beta/with_skill/1"]
+
+    set_final_message(folder, "alpha", "with_skill", "The giraffe crossed first.")
+
+    shutil.rmtree(folder / "eval-beta")
+    import_workspace([tmp_path])
+
+    assert found("zebra") == [] and found("giraffe") == ["1:alpha/with_skill/1"]
+    assert found("walrus") == []  # the run the source no longer has is gone from the index
+    assert SearchDocument.objects.count() == Run.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_a_rejected_import_leaves_the_index_as_it_was(tmp_path: Path) -> None:
+    folder = eval_magic_iteration(tmp_path)
+    set_final_message(folder, "alpha", "with_skill", "The zebra crossed first.")
+    import_workspace([tmp_path])
+    set_final_message(folder, "alpha", "with_skill", "The giraffe crossed first.")
+    (folder / "eval-alpha" / "without_skill" / "grading.json").write_text("{not json")
+
+    with pytest.raises(Exception):  # noqa: B017 (the importer's one-line error; tested elsewhere)
+        import_workspace([tmp_path])
+
+    assert found("zebra") == ["1:alpha/with_skill/1"] and found("giraffe") == []
+
+
+@pytest.mark.django_db
+def test_notes_and_overrides_are_searchable_at_once(tmp_path: Path) -> None:
+    import_workspace([eval_magic_iteration(tmp_path)])
+    reviewer = get_user_model().objects.create_user("rev")
+    run = Run.objects.get(condition__name="without_skill")
+    add_note(run=run, author=reviewer, text="The judge missed the okapi.")
+
+    assert found("okapi") == ["1:alpha/without_skill/1"]
+    assert found("alpha", outcome="fail") == ["1:alpha/without_skill/1"]
+
+    failed = AssertionResult.objects.get(grading__run=run, passed=False, is_meta=False)
+    override(result=failed, author=reviewer, passed=True, reason="the pangolin was there")
+
+    assert found("pangolin") == ["1:alpha/without_skill/1"]
+    assert "1:alpha/without_skill/1" in found("alpha", outcome="pass")
+
+
+@pytest.mark.django_db
+def test_deleting_an_iteration_takes_its_runs_out_of_the_index(sample: None) -> None:
+    Iteration.objects.filter(skill__name="taming-flaky-tests").delete()
+
+    assert found("timezone") == []
+    assert SearchDocument.objects.count() == Run.objects.count()
+
+
+# The pages and the API --------------------------------------------------------------------
+
+
+def test_the_search_page_keeps_the_query_in_the_address(client: Client, sample: None) -> None:
+    html = client.get("/skills/taming-flaky-tests/search/", {"q": f'"{SAMPLE_PHRASE}"'}).content
+    html = html.decode()
+
+    assert 'value="&quot;the title carried the machine&#x27;s local date&quot;"' in html
+    assert "timezone-boundary-flake" in html and "<mark>" in html
+    assert 'href="/skills/taming-flaky-tests/iterations/' in html
+
+
+def test_the_search_page_says_what_is_wrong_with_a_query(client: Client, sample: None) -> None:
+    response = client.get("/search/", {"q": '"*"'})
+
+    assert response.status_code == 200
+    assert "has no word to search for" in response.content.decode()
+
+
+def test_htmx_gets_the_results_alone(client: Client, sample: None) -> None:
+    html = client.get("/search/", {"q": "timezone"}, HTTP_HX_REQUEST="true").content.decode()
+
+    assert html.lstrip().startswith('<section id="results">')
+
+
+def test_a_search_needs_an_account(sample: None) -> None:
+    response = Client().get("/search/", {"q": "timezone"})
+
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_hostile_text_in_results_is_escaped(client: Client, tmp_path: Path) -> None:
+    import_workspace([hostile_workspace(tmp_path)])
+
+    html = client.get("/search/", {"q": "unique hostile marker"}).content.decode()
+
+    assert "hostile-skill" in html and "<mark>" in html
+    assert unsafe_markup(html) == []
+
+
+def test_the_api_searches_a_skill_paginated(client: Client, sample: None) -> None:
+    url = "/api/skills/taming-flaky-tests/search"
+    first = client.get(url, {"q": "timezone", "limit": 2}).json()
+    second = client.get(url, {"q": "timezone", "limit": 2, "offset": 2}).json()
+
+    assert first["count"] == second["count"] > 2
+    assert len(first["items"]) == len(second["items"]) == 2
+    assert {i["url"] for i in first["items"]}.isdisjoint(i["url"] for i in second["items"])
+    assert first["items"][0]["skill"] == "taming-flaky-tests"
+
+
+def test_the_api_searches_every_skill_and_refuses_a_bad_query(client: Client, sample) -> None:
+    everything = client.get("/api/search", {"q": "changelog OR timezone"}).json()
+    refused = client.get("/api/search", {"q": "-only"})
+
+    assert everything["count"] >= 0
+    assert refused.status_code == 400 and "leave out" in refused.json()["detail"]
+    assert client.get("/api/skills/nope/search", {"q": "x"}).status_code == 404
+    assert Client().get("/api/search", {"q": "x"}).status_code == 401
