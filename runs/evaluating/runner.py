@@ -136,9 +136,9 @@ class Runner:
             if folder is not None:
                 self._restore_plan(folder)
             else:
-                self._write_conditions(result.folder)
+                self.write_conditions(result.folder)
             self._run_all(result)
-            self._finish(result.folder)
+            self.finish(result.folder)
         import_workspace([result.folder])
         return result
 
@@ -149,7 +149,8 @@ class Runner:
         folder.mkdir(parents=True)
         return folder
 
-    def _write_conditions(self, folder: Path) -> None:
+    def write_conditions(self, folder: Path) -> None:
+        """conditions.json, the SKILL.md snapshot and evals.json: the iteration's frame."""
         plan = self.plan
         data: dict[str, Any] = {"mode": plan.mode}
         if plan.baseline_label:
@@ -197,7 +198,7 @@ class Runner:
         pending = []
         for run in self.plan.runs:
             target = folder / run.relpath
-            # A run folder only appears once complete (see _one); an errored one is retried.
+            # A run folder only appears once complete (see run_one); an errored one is retried.
             if target.is_dir() and not (target / "error.json").exists():
                 result.outcomes.append(RunOutcome(run, resumed=True))
                 continue
@@ -206,7 +207,7 @@ class Runner:
             pending.append(run)
         total = len(pending)
         with ThreadPoolExecutor(max_workers=max(1, self.settings.concurrency)) as pool:
-            futures = [pool.submit(self._one, folder, run) for run in pending]
+            futures = [pool.submit(self.run_one, folder, run) for run in pending]
             for future in as_completed(futures):
                 outcome = future.result()
                 result.outcomes.append(outcome)
@@ -232,7 +233,9 @@ class Runner:
                 self._templates[eval_id] = (path, build_template(path, fixtures))
             return self._templates[eval_id]
 
-    def _one(self, folder: Path, run: RunPlan) -> RunOutcome:
+    def run_one(self, folder: Path, run: RunPlan) -> RunOutcome:
+        """Play, record and grade one run; its folder appears at `folder / run.relpath` only
+        once complete. Thread-safe: the local pool and the queue's workers both call it."""
         started = time.monotonic()
         client = TimedClient(self.client)
         case = self.plan.eval(run.eval_id)
@@ -284,15 +287,7 @@ class Runner:
             # connections); still failing, the run is errored, never graded as a failure.
             outcome.errored = f"{type(exc).__name__}: {_one_line(str(exc))}"
             (staging / "grading.json").unlink(missing_ok=True)
-            _write_json(
-                staging / "error.json",
-                {
-                    "error": outcome.errored,
-                    "type": type(exc).__name__,
-                    "api_calls": agent.usage.calls,
-                    "at": _now(),
-                },
-            )
+            write_error(staging, outcome.errored, type(exc).__name__, calls=agent.usage.calls)
         for name, data in agent.artifacts.items():
             _write_json(staging / name, data)
         outcome.tokens, outcome.calls = agent.usage.total, agent.usage.calls
@@ -332,7 +327,7 @@ class Runner:
         _write_json(staging / "run.json", record)
         _write_json(staging / "conversation.json", agent.conversation())
 
-    def _finish(self, folder: Path) -> None:
+    def finish(self, folder: Path) -> None:
         """benchmark.json from the graded runs, with evalsite's validity warnings."""
         shutil.rmtree(folder / ".partial", ignore_errors=True)
         tree = read_tree(folder, display=str(folder))
@@ -355,6 +350,13 @@ class Runner:
         found = self.settings.harness.finish_iteration(folder)
         benchmark["validity_warnings"] = warnings + [w for w in found if w not in warnings]
         _write_json(folder / "benchmark.json", benchmark)
+
+
+def write_error(folder: Path, error: str, kind: str, *, calls: int = 0) -> None:
+    """The run's error.json: it is imported as errored, kept out of pass rates."""
+    _write_json(
+        folder / "error.json", {"error": error, "type": kind, "api_calls": calls, "at": _now()}
+    )
 
 
 def _now() -> str:

@@ -386,10 +386,11 @@ def test_fail_on_regression_exits_1_when_the_skill_makes_things_worse(
     api.script = worse_with_skill
     skill = make_skill(tmp_path, evals)
 
-    with pytest.raises(SystemExit) as info:
+    with pytest.raises(CommandError) as info:
         runevals(str(skill), "--fail-on-regression")
 
-    assert info.value.code == 1
+    assert info.value.returncode == 1
+    assert str(info.value) == "regression in demo"
     summary = Iteration.objects.get()
     assert summary.runs.count() == 6
 
