@@ -27,10 +27,12 @@ def skill_search(request: HttpRequest, skill: str) -> HttpResponse:
 
 def _search_page(request: HttpRequest, *, skill: Skill | None) -> HttpResponse:
     form = SearchForm(request.GET or None, skill=skill)
-    results, has_next = None, False
+    results, previous_page, next_page = None, "", ""
     if form.is_valid() and form.cleaned_data["q"] is not None:
         results = search(form.cleaned_data["q"], form.filters(), offset=form.offset())
-        has_next = results.count > form.offset() + PAGE_SIZE
+        page = form.cleaned_data.get("page") or 1
+        previous_page = _page(request, page - 1) if page > 1 else ""
+        next_page = _page(request, page + 1) if results.count > form.offset() + PAGE_SIZE else ""
     conditions = (
         Condition.objects.all()
         if skill is None
@@ -43,7 +45,8 @@ def _search_page(request: HttpRequest, *, skill: Skill | None) -> HttpResponse:
         "results": results,
         "page": (form.cleaned_data.get("page") or 1) if form.is_valid() else 1,
         "page_size": PAGE_SIZE,
-        "has_next": has_next,
+        "previous_page": previous_page,
+        "next_page": next_page,
         "conditions": sorted(set(conditions.values_list("name", flat=True))),
         "iterations": numbers.values_list("number", flat=True) if skill else [],
     }
@@ -51,3 +54,10 @@ def _search_page(request: HttpRequest, *, skill: Skill | None) -> HttpResponse:
     if request.htmx:
         template_name += "#results"
     return render(request, template_name, context)
+
+
+def _page(request: HttpRequest, page: int) -> str:
+    """This search's address at another page."""
+    query = request.GET.copy()
+    query["page"] = str(page)
+    return f"?{query.urlencode()}"

@@ -262,3 +262,13 @@ def test_the_api_searches_every_skill_and_refuses_a_bad_query(client: Client, sa
     assert refused.status_code == 400 and "leave out" in refused.json()["detail"]
     assert client.get("/api/skills/nope/search", {"q": "x"}).status_code == 404
     assert Client().get("/api/search", {"q": "x"}).status_code == 401
+
+
+def test_pages_of_results_link_to_each_other(client: Client, sample: None) -> None:
+    first = client.get("/search/", {"q": "the"}).content.decode()
+    second = client.get("/search/", {"q": "the", "page": 2}).content.decode()
+
+    assert 'href="?q=the&amp;page=2"' in first and "previous" not in first
+    assert 'href="?q=the&amp;page=1"' in second
+    links = [line for line in first.splitlines() if 'class="hit-link"' in line]
+    assert len(links) == 20 and not set(links) & set(second.splitlines())
