@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import transcript, views
+from . import drilldown, transcript, views
 
 app_name = "runs"
 
@@ -23,6 +23,8 @@ urlpatterns = [
     ),
     path(iteration + "flaky/", views.iteration_list, {"kind": "flaky"}, name="flaky"),
     path(iteration + "evals/<str:eval_id>/", views.eval_page, name="eval"),
+    path(iteration + "evals/<str:eval_id>/diff/", drilldown.run_diff, name="diff"),
+    path(iteration + "cells/<str:eval_id>/<str:condition>/", drilldown.cell_runs, name="cell"),
     path(run, views.run_page, name="run"),
     path(run + "conversation/", transcript.conversation_fragment, name="conversation"),
     path(

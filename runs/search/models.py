@@ -39,7 +39,16 @@ class SearchDocument(models.Model):
     vector = SearchVectorField(null=True, editable=False)
 
     class Meta:
-        indexes = [models.Index(fields=["skill", "iteration"])]
+        indexes = [
+            models.Index(fields=["skill", "iteration"]),
+            # Covers the filters: a match is joined to its document by run and filtered on
+            # these, and SQLite keeps the text inline, so without it every match read ~30 KB
+            # of overflow pages to reach skill_id (300 ms for 18,000 matches, against 20).
+            models.Index(
+                fields=["run", "skill", "iteration", "condition", "outcome"],
+                name="search_document_filters",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"search document of run {self.run_id}"
