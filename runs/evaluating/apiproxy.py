@@ -57,6 +57,9 @@ class Tally:
     requests: int = 0  # every request that came with this key, refused ones included
     refused: int = 0
     upstream_seconds: float = 0.0  # waiting on the API, first byte sent to last byte read
+    #: Calls admitted and not yet answered: they count against the budget already, so
+    #: concurrent calls (a CLI's subagents) cannot together overshoot it.
+    in_flight: int = 0
 
     @property
     def tokens(self) -> int:
@@ -76,7 +79,7 @@ class Lease:
     refusal: str | None = None
 
     def over_budget(self) -> str | None:
-        if self.tally.calls >= self.max_calls:
+        if self.tally.calls + self.tally.in_flight >= self.max_calls:
             return f"the run's budget of {self.max_calls} API calls is used up"
         if self.tally.tokens >= self.token_budget:
             return f"the run's budget of {self.token_budget} tokens is used up"
@@ -122,19 +125,23 @@ class ApiProxy:
             return self._leases.get(key or "")
 
     def _admit(self, lease: Lease, *, is_call: bool) -> str | None:
-        """Count the request; the reason when the lease's budget refuses it."""
+        """Count the request; the reason when the lease's budget refuses it. An admitted
+        call holds its place in the budget until `_record` says how it ended."""
         with self._lock:
             lease.tally.requests += 1
             refusal = lease.over_budget() if is_call else None
             if refusal:
                 lease.tally.refused += 1
                 lease.refusal = refusal
+            elif is_call:
+                lease.tally.in_flight += 1
             return refusal
 
     def _record(self, lease: Lease, status: int, usage: dict[str, int], seconds: float) -> None:
-        """Count an answered call and what the API says it cost."""
+        """Count an admitted call's end (status 0: no answer) and what the API says it cost."""
         with self._lock:
             tally = lease.tally
+            tally.in_flight -= 1
             tally.upstream_seconds += seconds
             if not 200 <= status < 300:
                 return
@@ -289,19 +296,21 @@ class _Handler(BaseHTTPRequestHandler):
         headers["accept-encoding"] = "identity"
         target = proxy.upstream.path + self.path
         started = time.monotonic()
+        meter = _UsageMeter("")
+        response = None
         try:
             response = self._send_upstream(self.command, target, body, headers)
+            meter = _UsageMeter(response.getheader("content-type") or "")
+            self._relay(response, meter)
         except (OSError, http.client.HTTPException) as exc:
             self._drop_upstream()
+            if response is not None:
+                raise  # the client went away mid-answer: nobody to tell
             message = f"evalsite proxy: the API is unreachable ({exc})"
             self._answer(502, "api_error", message, retry=True)
-            return
-        meter = _UsageMeter(response.getheader("content-type") or "")
-        try:
-            self._relay(response, meter)
         finally:
             if is_call:
-                status = response.status if meter.complete else 0
+                status = response.status if response is not None and meter.complete else 0
                 proxy._record(lease, status, meter.usage(), time.monotonic() - started)
 
     def _read_body(self) -> bytes:

@@ -593,3 +593,31 @@ def test_a_call_the_api_failed_costs_nothing_and_is_the_clients_to_retry(
     # The dropped connection came back as a 502 the client may retry, the 503 as it was.
     assert (lease.tally.requests, lease.tally.calls, lease.tally.tokens) == (3, 1, 6)
     assert lease.refusal is None
+
+
+def test_concurrent_calls_cannot_together_overshoot_the_call_budget(
+    fake_api: FakeAnthropic,
+) -> None:
+    """A CLI's subagents call the API at the same time: each admitted call holds its place
+    in the budget until it is answered, so three at once under a budget of two get two."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    fake_api.delay = 0.3
+    fake_api.script = [reply("one"), reply("two")]
+    hello = {"model": MODEL, "max_tokens": 5, "messages": [{"role": "user", "content": "Hi"}]}
+    with ApiProxy(api_key="real-key", upstream=fake_api.url) as proxy:
+        lease = proxy.lease(max_calls=2, token_budget=10_000)
+        client = anthropic.Anthropic(api_key=lease.key, base_url=proxy.url, max_retries=0)
+
+        def call(_: int) -> str:
+            try:
+                return client.messages.create(**hello).content[0].type
+            except anthropic.BadRequestError:
+                return "refused"
+
+        with ThreadPoolExecutor(3) as pool:
+            outcomes = sorted(pool.map(call, range(3)))
+
+    assert outcomes == ["refused", "text", "text"]
+    assert fake_api.calls == 2
+    assert (lease.tally.calls, lease.tally.in_flight, lease.tally.refused) == (2, 0, 1)

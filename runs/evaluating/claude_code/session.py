@@ -171,7 +171,7 @@ class _Session(Conversation):
         self.loaded_from += read.loaded_from
         if read.result is None:  # (never: _play_round refuses a round without one)
             raise ClaudeCodeError(f"round {round_}: the CLI ended without a result")
-        self.rounds.append(round_summary(round_, read.result))
+        self.rounds.append(round_summary(round_, read.result, subagent_calls=read.subagent_calls))
         if read.result.get("is_error"):
             if self.lease.refusal:
                 return None  # the proxy refused a call: the run's budget is spent

@@ -37,6 +37,8 @@ class RoundTranscript:
     init: dict[str, Any] | None = None
     result: dict[str, Any] | None = None
     loaded_from: list[str] = field(default_factory=list)  # folders skills were loaded from
+    #: Ordinals of the tool calls a subagent made (inside an Agent/Task call).
+    subagent_calls: list[int] = field(default_factory=list)
 
 
 def transcribe(
@@ -48,10 +50,12 @@ def transcribe(
 ) -> RoundTranscript:
     """Record the round's messages and tool calls through `event` (Conversation._event).
 
-    Only the main agent's turns are the run's transcript: a subagent's (events with a
-    parent_tool_use_id) show as its Agent/Task call. Notices the CLI writes itself (API
-    errors, model "<synthetic>") and the text it adds to user turns (system reminders, a
-    loaded skill's body) are not the conversation's.
+    The main agent's messages and every tool call of the run, in the order the CLI made
+    them: a subagent's calls (events with a parent_tool_use_id) are the run's work too, so
+    a transcript_check sees a README a subagent read; they are listed in `subagent_calls`.
+    A subagent's own text is not the conversation's (its answer is its Agent/Task call's
+    result), nor are notices the CLI writes itself (API errors, model "<synthetic>") and the
+    text it adds to user turns (system reminders, a loaded skill's body).
     """
     read = RoundTranscript()
     calls: dict[str, list[dict[str, Any]]] = {}
@@ -63,8 +67,9 @@ def transcribe(
             read.result = item
         message = item.get("message") or {}
         content = message.get("content") if isinstance(message, dict) else None
-        if kind not in ("assistant", "user") or item.get("parent_tool_use_id"):
+        if kind not in ("assistant", "user"):
             continue
+        subagent = bool(item.get("parent_tool_use_id"))
         if not isinstance(content, list):
             continue
         if kind == "assistant" and (message.get("model") == "<synthetic>" or item.get("error")):
@@ -73,7 +78,7 @@ def transcribe(
             if not isinstance(block, dict):
                 continue
             if kind == "assistant" and block.get("type") == "text":
-                if block.get("text", "").strip():
+                if block.get("text", "").strip() and not subagent:
                     read.texts.append(block["text"])
                     result.final_message = block["text"]
                     event("assistant_message", round_, text=block["text"])
@@ -88,6 +93,8 @@ def transcribe(
                 entry = {k: recorded[k] for k in ("name", "args", "ordinal", "result")}
                 result.tool_invocations.append(entry)
                 calls[str(block.get("id"))] = [recorded, entry]
+                if subagent:
+                    read.subagent_calls.append(recorded["ordinal"])
             elif block.get("type") == "tool_result":
                 output = cap(result_text(block.get("content")), RECORDED_RESULT_CHARS)
                 for recorded in calls.get(str(block.get("tool_use_id")), []):
@@ -110,7 +117,9 @@ def result_text(content: Any) -> str:
     return "" if content is None else json.dumps(content, ensure_ascii=False)
 
 
-def round_summary(round_: int, result: dict[str, Any]) -> dict[str, Any]:
+def round_summary(
+    round_: int, result: dict[str, Any], *, subagent_calls: list[int] | None = None
+) -> dict[str, Any]:
     """What claude-code.json keeps of a round's result event.
 
     Denied tool calls keep their input's keys only, as eval-magic's permission-denials.json
@@ -135,6 +144,7 @@ def round_summary(round_: int, result: dict[str, Any]) -> dict[str, Any]:
         "duration_ms": result.get("duration_ms"),
         "cli_reported_tokens": sum(usage.get(name) or 0 for name in USAGE_FIELDS),
         "permission_denials": denials,
+        "subagent_tool_ordinals": subagent_calls or [],
     }
 
 
