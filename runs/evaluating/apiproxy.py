@@ -24,11 +24,14 @@ import socketserver
 import ssl
 import threading
 import time
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from .apibudget import Lease, Tally, UsageMeter
+
+__all__ = ["ApiProxy", "Lease", "Tally"]
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 PLACEHOLDER_PREFIX = "evalsite-run-"
@@ -43,47 +46,6 @@ _NOT_FORWARDED = frozenset((
 ))
 # fmt: on
 _CHUNK = 64 * 1024
-
-
-@dataclass
-class Tally:
-    """What one placeholder key's calls cost, as the API reported it."""
-
-    calls: int = 0  # POST /v1/messages the API answered with a 2xx
-    input: int = 0
-    output: int = 0
-    cache_creation: int = 0
-    cache_read: int = 0
-    requests: int = 0  # every request that came with this key, refused ones included
-    refused: int = 0
-    upstream_seconds: float = 0.0  # waiting on the API, first byte sent to last byte read
-    #: Calls admitted and not yet answered: they count against the budget already, so
-    #: concurrent calls (a CLI's subagents) cannot together overshoot it.
-    in_flight: int = 0
-
-    @property
-    def tokens(self) -> int:
-        """Input + output + cache creation + cache read, as SPEC §6 counts a run's tokens."""
-        return self.input + self.output + self.cache_creation + self.cache_read
-
-
-@dataclass
-class Lease:
-    """One run's placeholder key and budget."""
-
-    key: str
-    max_calls: int
-    token_budget: int
-    tally: Tally = field(default_factory=Tally)
-    #: Why the last call was refused (the budget), None while none was.
-    refusal: str | None = None
-
-    def over_budget(self) -> str | None:
-        if self.tally.calls + self.tally.in_flight >= self.max_calls:
-            return f"the run's budget of {self.max_calls} API calls is used up"
-        if self.tally.tokens >= self.token_budget:
-            return f"the run's budget of {self.token_budget} tokens is used up"
-        return None
 
 
 class ApiProxy:
@@ -296,11 +258,11 @@ class _Handler(BaseHTTPRequestHandler):
         headers["accept-encoding"] = "identity"
         target = proxy.upstream.path + self.path
         started = time.monotonic()
-        meter = _UsageMeter("")
+        meter = UsageMeter("")
         response = None
         try:
             response = self._send_upstream(self.command, target, body, headers)
-            meter = _UsageMeter(response.getheader("content-type") or "")
+            meter = UsageMeter(response.getheader("content-type") or "")
             self._relay(response, meter)
         except (OSError, http.client.HTTPException) as exc:
             self._drop_upstream()
@@ -351,7 +313,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._upstream.close()
             self._upstream = None
 
-    def _relay(self, response: http.client.HTTPResponse, meter: _UsageMeter) -> None:
+    def _relay(self, response: http.client.HTTPResponse, meter: UsageMeter) -> None:
         self.send_response_only(response.status, response.reason)
         length = response.getheader("content-length")
         for name, value in response.getheaders():
@@ -404,57 +366,3 @@ def _key_of(headers: Any) -> str | None:
     authorization = headers.get("authorization") or ""
     scheme, _, token = authorization.partition(" ")
     return token.strip() if scheme.lower() == "bearer" else None
-
-
-class _UsageMeter:
-    """The token usage of one answer, read from its server-sent events or its JSON body.
-
-    A stream's message_start carries the input and cache counts, and its message_delta events
-    the cumulative output count (today's API repeats the input counts there too); the last
-    value of each field is the answer's.
-    """
-
-    MAX_JSON = 8 * 1024 * 1024
-
-    def __init__(self, content_type: str) -> None:
-        self.streaming = content_type.startswith("text/event-stream")
-        #: Whether the whole answer was relayed (a cut one is a failed call).
-        self.complete = False
-        self._buffer = b""
-        self._usage: dict[str, int] = {}
-
-    def feed(self, chunk: bytes) -> None:
-        if not self.streaming:
-            if len(self._buffer) < self.MAX_JSON:
-                self._buffer += chunk
-            return
-        self._buffer += chunk
-        *lines, self._buffer = self._buffer.split(b"\n")
-        for line in lines:
-            if line.startswith(b"data:"):
-                self._event(line[5:].strip())
-
-    def _event(self, data: bytes) -> None:
-        try:
-            event = json.loads(data)
-        except ValueError:
-            return
-        if not isinstance(event, dict):
-            return
-        if event.get("type") == "message_start":
-            self._take((event.get("message") or {}).get("usage"))
-        elif event.get("type") == "message_delta":
-            self._take(event.get("usage"))
-
-    def _take(self, usage: Any) -> None:
-        if isinstance(usage, dict):
-            for name, value in usage.items():
-                if isinstance(value, int):
-                    self._usage[name] = value
-
-    def usage(self) -> dict[str, int]:
-        if not self.streaming and self._buffer:
-            with contextlib.suppress(ValueError, AttributeError):
-                self._take(json.loads(self._buffer).get("usage"))
-            self._buffer = b""
-        return self._usage
