@@ -4,7 +4,7 @@ skill folders, and archives of any of these."""
 from __future__ import annotations
 
 from .errors import ImportFailure
+from .report import ImportReport
 from .workspace import import_workspace
-from .writer import ImportReport
 
 __all__ = ["ImportFailure", "ImportReport", "import_workspace"]

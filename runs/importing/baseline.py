@@ -78,13 +78,12 @@ def read_baseline(
         if recorded
         else (tree.shown("benchmark.json"), "/generated")
     )
-    iteration = ParsedIteration(
+    iteration = ParsedIteration.from_tree(
+        tree,
         skill_name=skill_name,
         label=label,
         source_kind=SourceKind.BASELINE,
-        source_key=f"{label}@{timestamp}",
-        source_path=tree.display,
-        content_hash=tree.digest(),
+        timestamp=timestamp,
         mode=mode,
         run_label=_unset(provenance.get("Label")),
         baseline=(benchmark or {}).get("baseline") or "",

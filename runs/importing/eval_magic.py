@@ -20,7 +20,7 @@ from .records import (
     ParsedResult,
     ParsedRun,
 )
-from .tree import FileTree
+from .tree import FileTree, cell_runs
 
 RUN_DIR = re.compile(r"^run-(\d+)$")
 #: Files that make a folder a run (grading alone is enough: promoted copies have only that).
@@ -58,13 +58,12 @@ def read_iteration(
             tree.files["benchmark.json"], "benchmark", display=tree.shown("benchmark.json")
         )
     mode = conditions_doc["mode"]
-    iteration = ParsedIteration(
+    iteration = ParsedIteration.from_tree(
+        tree,
         skill_name=skill_name,
         label=label,
         source_kind=SourceKind.EVAL_MAGIC,
-        source_key=f"{label}@{conditions_doc.get('timestamp') or ''}",
-        source_path=tree.display,
-        content_hash=tree.digest(),
+        timestamp=conditions_doc.get("timestamp") or "",
         mode=mode,
         run_label=str(conditions_doc.get("label") or ""),
         baseline=str(conditions_doc.get("baseline") or ""),
@@ -158,17 +157,17 @@ def _run_folders(tree: FileTree, notices: list[ValidityWarning]) -> list[tuple[s
             cell["flat"].append(parts[2])
         elif len(parts) >= 4 and (m := RUN_DIR.match(parts[2])) and parts[3] in RUN_FILES:
             cell["runs"][int(m.group(1))] = f"{parts[0]}/{parts[1]}/{parts[2]}/"
-    found = []
-    for (eval_dir, condition), cell in sorted(cells.items()):
-        if cell["flat"] and cell["runs"]:
-            folder, flat = tree.shown(f"{eval_dir}/{condition}"), sorted(cell["flat"])[0]
-            params = {"folder": folder, "file": flat}
-            notices.append(ValidityWarning("flat-run-file-ignored", params))
-        elif cell["flat"]:
-            found.append((eval_dir, condition, 1, f"{eval_dir}/{condition}/"))
-        for index, prefix in sorted(cell["runs"].items()):
-            found.append((eval_dir, condition, index, prefix))
-    return found
+    return [
+        (eval_dir, condition, index, prefix)
+        for (eval_dir, condition), cell in sorted(cells.items())
+        for index, prefix in cell_runs(
+            tree,
+            f"{eval_dir}/{condition}",
+            run_folders=cell["runs"],
+            flat_files=cell["flat"],
+            notices=notices,
+        )
+    ]
 
 
 def _read_run(
@@ -239,12 +238,9 @@ def eval_magic_grading(data: dict[str, Any], *, format: str = "eval-magic") -> P
     results += [_result(r, is_meta=True) for r in data.get("meta_results") or []]
     summary = data["summary"]
     meta = data.get("meta_summary")
-    return ParsedGrading(
+    return ParsedGrading.from_summary(
+        summary,
         format=format,
-        passed=summary["passed"],
-        failed=summary["failed"],
-        total=summary["total"],
-        pass_rate=summary["pass_rate"],
         summary_computed=False,
         results=results,
         meta_passed=meta.get("passed") if meta else None,

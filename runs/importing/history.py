@@ -40,9 +40,9 @@ from .definitions import parse_skill_md
 from .detect import HIDDEN_SEARCHED, RESULT_FILES, is_snapshot, natural_key
 from .errors import ImportFailure
 from .gitobjects import BLOB_MODES, GitObjects, run_git, safe_name
+from .report import ImportReport
 from .tree import SKIPPED_DIR_PREFIXES, SKIPPED_DIRS
 from .workspace import ImportRoot, Progress, import_roots
-from .writer import ImportReport
 
 STATUS = re.compile(rb"^\n?[ACDMRTUX]\d*$")
 #: Identity files are small; one larger than the importer reads is no identity at all.

@@ -5,11 +5,14 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from runs.warnings import ValidityWarning
+
+if TYPE_CHECKING:
+    from .tree import FileTree
 
 
 def fingerprint(definition: dict[str, Any]) -> str:
@@ -79,6 +82,29 @@ class ParsedGrading:
     skill_invoked: bool | None = None
     has_meta_summary: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_summary(
+        cls,
+        summary: dict[str, Any],
+        *,
+        format: str,
+        summary_computed: bool,
+        results: list[ParsedResult],
+        **fields: Any,
+    ) -> ParsedGrading:
+        """A grading whose figures are a grading.json `summary`: passed, failed, total and
+        pass_rate, as recorded or as evalsite computed them (`summary_computed`)."""
+        return cls(
+            format=format,
+            passed=summary["passed"],
+            failed=summary["failed"],
+            total=summary["total"],
+            pass_rate=float(summary["pass_rate"]),
+            summary_computed=summary_computed,
+            results=results,
+            **fields,
+        )
 
 
 @dataclass
@@ -169,6 +195,29 @@ class ParsedIteration:
     skill_description: str = ""
     #: Validity warnings about what the importer tolerated (SPEC §3: lenient, never silent).
     notices: list[ValidityWarning] = field(default_factory=list)
+
+    @classmethod
+    def from_tree(
+        cls,
+        tree: FileTree,
+        *,
+        skill_name: str,
+        label: str,
+        source_kind: str,
+        timestamp: str,
+        **fields: Any,
+    ) -> ParsedIteration:
+        """An iteration read from `tree`: it is known across re-imports by its kind, label
+        and timestamp (the source key), and its content by the digest of the tree's files."""
+        return cls(
+            skill_name=skill_name,
+            label=label,
+            source_kind=source_kind,
+            source_key=f"{label}@{timestamp}",
+            source_path=tree.display,
+            content_hash=tree.digest(),
+            **fields,
+        )
 
     @property
     def missing_gradings(self) -> int:

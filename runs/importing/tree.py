@@ -5,9 +5,12 @@ from __future__ import annotations
 import bisect
 import hashlib
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from runs.warnings import ValidityWarning
 
 from .errors import ImportFailure
 
@@ -153,3 +156,28 @@ def read_tree(root: Path, *, display: str) -> FileTree:
                     if result or size <= MAX_READ_BYTES:
                         tree.files[relpath] = _read(entry.path, tree.shown(relpath))
     return tree
+
+
+def cell_runs(
+    tree: FileTree,
+    cell: str,
+    *,
+    run_folders: Mapping[int, str],
+    flat_files: Sequence[str],
+    notices: list[ValidityWarning],
+    empty_cell_is_a_run: bool = False,
+) -> list[tuple[int, str]]:
+    """(run index, path prefix) of each run of one `eval-…/<condition>` folder.
+
+    Its `run-<k>/` folders (`run_folders`: index → prefix) are its runs; without them the
+    folder itself is run 1, when it holds a run file (`flat_files`) or, for a layout that
+    declares every condition folder a run slot, `empty_cell_is_a_run`. As in eval-magic and
+    skill-creator, run folders win over flat run files beside them, which are named in a
+    warning.
+    """
+    if run_folders and flat_files:
+        params = {"folder": tree.shown(cell), "file": sorted(flat_files)[0]}
+        notices.append(ValidityWarning("flat-run-file-ignored", params))
+    if not run_folders:
+        return [(1, f"{cell}/")] if flat_files or empty_cell_is_a_run else []
+    return sorted(run_folders.items())

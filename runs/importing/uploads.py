@@ -14,8 +14,8 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from .errors import ImportFailure
+from .report import ImportReport
 from .workspace import import_workspace
-from .writer import ImportReport
 
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
 _BAD_NAME_ERRORS = {errno.ENAMETOOLONG, errno.EILSEQ, errno.EINVAL}

@@ -21,12 +21,14 @@ from runs.warnings import ValidityWarning
 
 from . import baseline, eval_magic, jsonfiles, skill_creator
 from .archives import archive_kind, extract_archive
+from .columns import record_from_row
 from .definitions import read_evals_hint, read_skill_definitions
 from .detect import Source, detect, workspace_folder_name
 from .errors import ImportFailure
 from .records import EvalDefinition, ParsedIteration, SkillDefinitions
+from .report import ImportReport
 from .tree import read_result_file, read_tree
-from .writer import ImportReport, Writer
+from .writer import Writer
 
 Progress = Callable[[int, int, str], None]
 
@@ -295,22 +297,7 @@ def _stored_definitions(skill_name: str) -> dict[str, EvalDefinition]:
         "created_at", "pk"
     ):
         latest[case.eval_id] = case
-    return {
-        eval_id: EvalDefinition(
-            eval_id=eval_id,
-            definition=case.definition,
-            origin=case.origin,
-            dialect=case.dialect,
-            name=case.name,
-            prompt=case.prompt,
-            expected_output=case.expected_output,
-            assertions=case.assertions,
-            skill_should_trigger=case.skill_should_trigger,
-            tags=case.tags,
-            weight=case.weight,
-        )
-        for eval_id, case in latest.items()
-    }
+    return {eval_id: record_from_row(EvalDefinition, case) for eval_id, case in latest.items()}
 
 
 def _display(path: Path, root: Path, display: str) -> str:

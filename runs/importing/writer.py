@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import copy
-from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from django.db import connection
 from django.db.models import F, Max
@@ -21,17 +18,12 @@ from runs.models import (
     SourceKind,
     role_for_condition,
 )
-from runs.names import (
-    InvalidName,
-    validate_condition_name,
-    validate_eval_id,
-    validate_skill_name,
-)
 from runs.search.index import index_iteration
 
 from .checks import validity_warnings
+from .columns import columns
 from .detect import natural_key
-from .errors import ImportFailure
+from .fitting import check_counts, check_names, fit_lengths, shortened
 from .records import (
     EvalDefinition,
     ParsedGrading,
@@ -40,8 +32,8 @@ from .records import (
     SkillDefinitions,
     skill_called,
 )
+from .report import ImportReport
 
-KINDS = ("skills", "eval definitions", "iterations", "runs", "reviews")
 #: AssertionResult's columns as the writer inserts them (see Writer._gradings).
 RESULT_COLUMNS = (
     "grading_id",
@@ -54,51 +46,6 @@ RESULT_COLUMNS = (
     "grader",
     "text",
 )
-
-
-@dataclass
-class ImportReport:
-    """What an import did: created/updated/skipped counts per kind, plus notes for the user."""
-
-    counts: dict[str, Counter] = field(default_factory=lambda: {k: Counter() for k in KINDS})
-    notes: list[str] = field(default_factory=list)
-    dry_run: bool = False
-    #: One line per iteration or skill folder refused under `keep_going`.
-    rejected: list[str] = field(default_factory=list)
-    #: "<folder>: <reason>" for each folder holding results that the import did not read.
-    unimported: list[str] = field(default_factory=list)
-
-    def count(self, kind: str, outcome: str, n: int = 1) -> None:
-        if n:
-            self.counts[kind][outcome] += n
-
-    def summary(self) -> str:
-        """One line: each kind with its created/updated/skipped (and removed) counts."""
-        parts = []
-        for kind in KINDS:
-            counter = self.counts[kind]
-            if not counter:
-                continue
-            outcomes = ", ".join(
-                f"{counter[o]} {o}"
-                for o in ("created", "updated", "skipped", "removed")
-                if counter[o] or o != "removed"
-            )
-            parts.append(f"{kind}: {outcomes}")
-        line = "; ".join(parts) or "nothing to import"
-        if self.notes:
-            line += " (" + "; ".join(self.notes) + ")"
-        if self.rejected:
-            line += f"; {len(self.rejected)} rejected"
-        if self.unimported:
-            line += f"; {len(self.unimported)} folder(s) with results not imported"
-        return ("Dry run, nothing saved: " if self.dry_run else "Imported ") + line
-
-    def details(self) -> list[str]:
-        """The lines behind the summary's counts: each rejection, each folder left out."""
-        return [f"rejected: {line}" for line in self.rejected] + [
-            f"not imported: {line}" for line in self.unimported
-        ]
 
 
 class Writer:
@@ -133,7 +80,7 @@ class Writer:
         return skill
 
     def write_definitions(self, definitions: SkillDefinitions) -> Skill:
-        definitions.skill_name = _check_names(
+        definitions.skill_name = check_names(
             definitions.skill_name,
             eval_ids=definitions.evals,
             conditions=(),
@@ -141,7 +88,7 @@ class Writer:
         )
         skill = self.skill(definitions.skill_name, description=definitions.description)
         for definition in definitions.evals.values():
-            definition.name = _shortened(definition.name, EvalCase, "name")
+            definition.name = shortened(definition.name, EvalCase, "name")
         self.eval_cases(skill, definitions.evals)
         return skill
 
@@ -160,21 +107,7 @@ class Writer:
             ):
                 self.known_cases.setdefault((skill.pk, case.eval_id, case.fingerprint), case)
             new = [
-                EvalCase(
-                    skill=skill,
-                    eval_id=key[1],
-                    fingerprint=key[2],
-                    origin=definitions[key[1]].origin,
-                    dialect=definitions[key[1]].dialect,
-                    definition=definitions[key[1]].definition,
-                    name=definitions[key[1]].name,
-                    prompt=definitions[key[1]].prompt,
-                    expected_output=definitions[key[1]].expected_output,
-                    assertions=definitions[key[1]].assertions,
-                    skill_should_trigger=definitions[key[1]].skill_should_trigger,
-                    tags=definitions[key[1]].tags,
-                    weight=definitions[key[1]].weight,
-                )
+                EvalCase(skill=skill, fingerprint=key[2], **columns(definitions[key[1]], EvalCase))
                 for key in unknown
                 if key not in self.known_cases
             ]
@@ -217,14 +150,14 @@ class Writer:
         return True
 
     def write_iteration(self, parsed: ParsedIteration) -> Iteration:
-        parsed.skill_name = _check_names(
+        parsed.skill_name = check_names(
             parsed.skill_name,
             eval_ids=[*parsed.evals, *(run.eval_id for run in parsed.runs)],
             conditions=[c.name for c in parsed.conditions],
             path=parsed.source_path,
         )
-        _check_counts(parsed)
-        _fit_lengths(parsed)
+        check_counts(parsed)
+        fit_lengths(parsed)
         skill = self.skill(
             parsed.skill_name, description=parsed.skill_description, notes=parsed.notes
         )
@@ -257,7 +190,12 @@ class Writer:
             )
             return existing
 
-        fields = _iteration_fields(parsed)
+        fields = columns(
+            parsed,
+            Iteration,
+            validity_warnings=validity_warnings(parsed),
+            missing_gradings=parsed.missing_gradings,
+        )
         if existing is None:
             number = (skill.iterations.aggregate(n=Max("number"))["n"] or 0) + 1
             iteration = Iteration.objects.create(skill=skill, number=number, **fields)
@@ -327,9 +265,13 @@ class Writer:
                 self.report.count("runs", "skipped")
                 kept[pr.source_relpath] = old
                 continue
-            values = _run_fields(pr)
-            values["eval_case"] = cases[pr.eval_id]
-            values["skill_called"] = skill_called(pr, iteration.skill.name)
+            values = columns(
+                pr,
+                Run,
+                conversation_events=len(pr.conversation),
+                eval_case=cases[pr.eval_id],
+                skill_called=skill_called(pr, iteration.skill.name),
+            )
             if old is None:
                 run = Run(iteration=iteration, condition=conditions[pr.condition], **values)
                 to_create.append((run, pr))
@@ -369,7 +311,7 @@ class Writer:
         return kept
 
     def _gradings(self, pairs: list[tuple[Run, ParsedGrading]]) -> None:
-        gradings = [Grading(run=run, **_grading_fields(pg)) for run, pg in pairs]
+        gradings = [Grading(run=run, **columns(pg, Grading)) for run, pg in pairs]
         Grading.objects.bulk_create(gradings, batch_size=500)
         rows = [
             (
@@ -389,12 +331,12 @@ class Writer:
         # Results are most of an import's rows (117,000 in the bench): tuples through one
         # executemany cost a third of building model instances for bulk_create.
         table = connection.ops.quote_name(AssertionResult._meta.db_table)
-        columns = ", ".join(connection.ops.quote_name(c) for c in RESULT_COLUMNS)
+        names = ", ".join(connection.ops.quote_name(c) for c in RESULT_COLUMNS)
         marks = ", ".join(["%s"] * len(RESULT_COLUMNS))
         with connection.cursor() as cursor:
             for start in range(0, len(rows), 5000):
                 cursor.executemany(
-                    f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows[start : start + 5000]
+                    f"INSERT INTO {table} ({names}) VALUES ({marks})", rows[start : start + 5000]
                 )
 
     def _reviews(self, parsed: ParsedIteration, runs_by_relpath: dict[str, Run]) -> None:
@@ -453,159 +395,3 @@ class Writer:
             self.report.notes.append(
                 f"renumbered the iterations of {iterations[0].skill.name} by generation time"
             )
-
-
-def _check_names(
-    skill_name: str, *, eval_ids: Iterable[str], conditions: Iterable[str], path: str
-) -> str:
-    """The skill's name as stored; names become URLs, so any that cannot be one is refused
-    here, at the boundary (SPEC §2)."""
-    try:
-        skill_name = validate_skill_name(skill_name)
-        for eval_id in dict.fromkeys(eval_ids):
-            validate_eval_id(eval_id)
-        for condition in conditions:
-            validate_condition_name(condition)
-    except InvalidName as exc:
-        raise ImportFailure(str(exc), path=path) from None
-    return skill_name
-
-
-#: Run indexes and grading counts are 32-bit columns on PostgreSQL.
-MAX_COUNT = 2**31 - 1
-
-
-def _check_counts(parsed: ParsedIteration) -> None:
-    for run in parsed.runs:
-        figures = {"run index": run.run_index}
-        if run.grading is not None:
-            g = run.grading
-            figures |= {"summary.passed": g.passed, "summary.failed": g.failed}
-            figures |= {"summary.total": g.total, "meta_summary.total": g.meta_total or 0}
-        for what, value in figures.items():
-            if not 0 <= value <= MAX_COUNT:
-                raise ImportFailure(
-                    f"{what} {value} is out of range (0 to {MAX_COUNT})",
-                    path=f"{parsed.source_path}/{run.source_relpath}",
-                )
-
-
-def _max_length(model: type, field: str) -> int:
-    return model._meta.get_field(field).max_length
-
-
-def _shortened(value: str, model: type, field: str) -> str:
-    """A descriptive text cut to its column (PostgreSQL refuses a longer one; SQLite keeps
-    it), with an ellipsis to show it was cut."""
-    limit = _max_length(model, field)
-    return value if len(value) <= limit else value[: limit - 1] + "…"
-
-
-def _fit_lengths(parsed: ParsedIteration) -> None:
-    """Descriptions (models, labels, names) are shortened to their columns; identities
-    (folder names, paths, assertion ids) that do not fit are refused with one line."""
-    for name in ("run_label", "baseline", "agent_model", "judge_model", "harness"):
-        setattr(parsed, name, _shortened(getattr(parsed, name), Iteration, name))
-    for condition in parsed.conditions:
-        condition.staged_skill_slug = _shortened(
-            condition.staged_skill_slug, Condition, "staged_skill_slug"
-        )
-    for definition in parsed.evals.values():
-        definition.name = _shortened(definition.name, EvalCase, "name")
-
-    def refuse(what: str, value: str, limit: int, path: str) -> None:
-        raise ImportFailure(
-            f"{what} is {len(value)} characters, over the {limit} it may have", path=path
-        )
-
-    for name, value in (("folder name", parsed.label), ("iteration key", parsed.source_key)):
-        field = "label" if name == "folder name" else "source_key"
-        if len(value) > (limit := _max_length(Iteration, field)):
-            refuse(name, value, limit, parsed.source_path)
-    relpath_limit = _max_length(Run, "source_relpath")
-    id_limit = _max_length(AssertionResult, "assertion_id")
-    stop_limit = _max_length(Run, "stop_reason")
-    grader_limit = _max_length(AssertionResult, "grader")
-    for run in parsed.runs:
-        where = f"{parsed.source_path}/{run.source_relpath}"
-        if len(run.source_relpath) > relpath_limit:
-            refuse("the run's path", run.source_relpath, relpath_limit, parsed.source_path)
-        run.stop_reason = run.stop_reason[:stop_limit]
-        seen: set[tuple[bool, str]] = set()
-        for result in run.grading.results if run.grading else ():
-            if (result.is_meta, result.assertion_id) in seen:
-                raise ImportFailure(
-                    f"assertion id {result.assertion_id!r} is graded twice in one run", path=where
-                )
-            seen.add((result.is_meta, result.assertion_id))
-            if len(result.assertion_id) > id_limit:
-                refuse(
-                    f"assertion id {result.assertion_id[:40]!r}…",
-                    result.assertion_id,
-                    id_limit,
-                    where,
-                )
-            result.grader = result.grader[:grader_limit]
-
-
-def _iteration_fields(parsed: ParsedIteration) -> dict[str, object]:
-    return {
-        "label": parsed.label,
-        "run_label": parsed.run_label,
-        "source_key": parsed.source_key,
-        "source_kind": parsed.source_kind,
-        "source_path": parsed.source_path,
-        "mode": parsed.mode,
-        "baseline": parsed.baseline,
-        "agent_model": parsed.agent_model,
-        "judge_model": parsed.judge_model,
-        "harness": parsed.harness,
-        "generated_at": parsed.generated_at,
-        "validity_warnings": validity_warnings(parsed),
-        "missing_gradings": parsed.missing_gradings,
-        "recorded_benchmark": parsed.recorded_benchmark,
-        "recorded_aggregates": parsed.recorded_aggregates,
-        "provenance": parsed.provenance,
-        "skill_snapshot": parsed.skill_snapshot,
-        "notes": parsed.notes,
-        "findings": parsed.findings,
-        "extra": parsed.extra,
-        "content_hash": parsed.content_hash,
-    }
-
-
-def _run_fields(pr: ParsedRun) -> dict[str, object]:
-    return {
-        "eval_id": pr.eval_id,
-        "run_index": pr.run_index,
-        "source_relpath": pr.source_relpath,
-        "status": pr.status,
-        "stop_reason": pr.stop_reason,
-        "prompt": pr.prompt,
-        "final_message": pr.final_message,
-        "conversation": pr.conversation,
-        "tool_invocations": pr.tool_invocations,
-        "conversation_events": len(pr.conversation),
-        "artifacts": pr.artifacts,
-        "total_tokens": pr.total_tokens,
-        "duration_ms": pr.duration_ms,
-        "timing_source": pr.timing_source,
-        "content_hash": pr.content_hash,
-    }
-
-
-def _grading_fields(pg: ParsedGrading) -> dict[str, object]:
-    return {
-        "format": pg.format,
-        "passed": pg.passed,
-        "failed": pg.failed,
-        "total": pg.total,
-        "pass_rate": pg.pass_rate,
-        "summary_computed": pg.summary_computed,
-        "meta_passed": pg.meta_passed,
-        "meta_failed": pg.meta_failed,
-        "meta_total": pg.meta_total,
-        "skill_invoked": pg.skill_invoked,
-        "has_meta_summary": pg.has_meta_summary,
-        "extra": pg.extra,
-    }
