@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
+from ..roles import Role
 from ..stats.rows import condition_role
 from ..stats.scores import ConditionScore, PairedDelta, Proportion
 
-Role = Literal["treatment", "control", "other"]
 #: The three verdicts of a delta, as the badges beside it say them (PairedDelta.signal).
 Signal = Literal["significant", "suggestive", "noise"]
 T = TypeVar("T")
@@ -21,7 +21,7 @@ class ConditionPoint:
     """One condition's numbers in one iteration; None where there is nothing to show."""
 
     name: str
-    role: Role = "other"
+    role: Role = Role.OTHER
     score: float | None = None
     low: float | None = None
     high: float | None = None
@@ -47,7 +47,7 @@ class ConditionPoint:
         invocation_ci = invocation.interval if invocation else None
         return cls(
             name=name,
-            role=role or condition_role(name) or "other",
+            role=role or condition_role(name) or Role.OTHER,
             score=score.mean if score else None,
             low=score_ci.low if score_ci else None,
             high=score_ci.high if score_ci else None,
