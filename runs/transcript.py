@@ -10,14 +10,16 @@ the whole result is one request away (`event_result`), so the page stays small.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from html import escape
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.template.defaultfilters import filesizeformat
+from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
 from .markup import markdown_block, markdown_blocks
@@ -46,6 +48,8 @@ class Event:
     is_error: bool = False
     skill: str = ""  # the skill a `Skill` call loaded
     usage: str = ""  # tokens and time of the API call, where the source recorded them
+    #: Where the whole result is (`…/conversation/<ordinal>/result/`), for a cut result.
+    result_url: str = ""
 
     @property
     def result_cut(self) -> bool:
@@ -66,6 +70,56 @@ class Event:
     @property
     def size(self) -> str:
         return filesizeformat(self.result_size)
+
+    @property
+    def li(self) -> SafeString:
+        """The event as its <li>, every piece of agent text escaped.
+
+        Built here rather than in the template: a 2,000-event transcript resolved 30,000
+        template variables (each escaped through Django's lazy-aware helpers), 120 ms of a
+        250 ms budget; html.escape on the same strings takes a tenth of that. The template
+        (`_transcript.html`) keeps the list around them.
+        """
+        n = self.n
+        usage = ""
+        if self.usage:
+            usage = f' <span class="muted small usage">{escape(self.usage)}</span>'
+
+        head = (
+            f'<li class="event {self.css}" id="event-{n}"><a class="ordinal muted small" '
+            f'href="#event-{n}">#{n}</a>\n'
+        )
+        if self.html is not None:
+            round_ = f" · round {self.round}" if self.round else ""
+            who = f'<div class="who small">{escape(self.who)}{round_}{usage}</div>\n'
+            return mark_safe(f"{head}{who}{self.html}</li>")  # noqa: S308 (escaped; sanitised)
+        badges = ""
+        if self.skill:
+            badges += (
+                ' <span class="badge good" title="the agent loaded a skill here">'
+                f"skill: {escape(self.skill)}</span>"
+            )
+        if self.is_error:
+            badges += ' <span class="badge bad">error</span>'
+        parts = [
+            f"{head}<details><summary><code>{escape(self.who)}</code>{badges} "
+            f'<span class="muted small">{escape(self.args_summary)}</span>{usage}</summary>\n'
+        ]
+        if self.args:
+            parts.append(f'<pre class="args">{escape(self.args)}</pre>\n')
+        if self.result is not None:
+            parts.append(f'<div class="small muted">result · {self.size}</div>\n')
+            result = f'<pre class="result">{escape(self.result)}</pre>'
+            if self.result_cut:
+                url = escape(self.result_url)
+                result = (
+                    f'<div class="result-slot">{result}\n<a class="button small" href="{url}" '
+                    f'hx-get="{url}" hx-target="closest .result-slot" hx-swap="innerHTML">'
+                    f"Show the whole result ({self.size})</a></div>"
+                )
+            parts.append(result)
+        parts.append("</details></li>")
+        return mark_safe("".join(parts))  # noqa: S308 (every piece of text escaped above)
 
 
 def _text(value: Any) -> str:
@@ -143,8 +197,11 @@ def shape(event: dict[str, Any], *, html: SafeString | None = None) -> Event:
     )
 
 
-def events_of(conversation: list[Any], tool_invocations: list[Any]) -> list[Event]:
-    """The transcript in ordinal order; a run without conversation.json shows its tool calls."""
+def events_of(
+    conversation: list[Any], tool_invocations: list[Any], *, base_url: str = ""
+) -> list[Event]:
+    """The transcript in ordinal order; a run without conversation.json shows its tool calls.
+    `base_url`: the run's conversation fragment, under which each result has its address."""
     recorded = [e for e in conversation or tool_invocations or [] if isinstance(e, dict)]
     messages = [e for e in recorded if e.get("type", "tool_invocation") != "tool_invocation"]
     # Every message's Markdown at once: one cache round trip for a whole transcript.
@@ -157,6 +214,11 @@ def events_of(conversation: list[Any], tool_invocations: list[Any]) -> list[Even
     )
     events = [shape(e, html=rendered.get(id(e))) for e in recorded]
     events.sort(key=lambda e: e.ordinal)
+    if base_url:
+        events = [
+            replace(e, result_url=f"{base_url}{e.ordinal}/result/") if e.result_cut else e
+            for e in events
+        ]
     return events
 
 
@@ -164,12 +226,22 @@ def transcript_context(run: Run) -> dict[str, Any]:
     """What `runs/_transcript.html` needs; the events are shaped only on a cache miss."""
 
     def load() -> list[Event]:
+        base_url = reverse(
+            "runs:conversation",
+            args=[
+                run.iteration.skill.name,
+                run.iteration.number,
+                run.eval_id,
+                run.condition.name,
+                run.run_index,
+            ],
+        )
         if "conversation" in run.get_deferred_fields():
             conversation, calls = Run.objects.values_list("conversation", "tool_invocations").get(
                 pk=run.pk
             )
-            return events_of(conversation, calls)
-        return events_of(run.conversation, run.tool_invocations)
+            return events_of(conversation, calls, base_url=base_url)
+        return events_of(run.conversation, run.tool_invocations, base_url=base_url)
 
     return {
         "run": run,
