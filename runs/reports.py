@@ -8,7 +8,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import stats
-from .analysis import IterationSummary, assertion_outcomes, run_samples, summarise_iterations
+from .analysis import (
+    EvalCell,
+    IterationSummary,
+    assertion_outcomes,
+    assertion_tallies,
+    passing_runs,
+    run_samples,
+    summarise_iterations,
+)
 from .models import EvalCase, Iteration
 
 #: Filters of the iteration page, in the order the form shows them.
@@ -30,22 +38,31 @@ SHOWN_CLASSES = frozenset(
 
 @dataclass
 class Cell:
-    """One eval × condition of an iteration."""
+    """One eval × condition of an iteration, with its flaky assertions."""
 
     condition: str
-    runs: int = 0
-    graded: int = 0
-    errored: int = 0
-    pass_rates: list[float] = field(default_factory=list)
+    counts: EvalCell = field(default_factory=EvalCell)
     flaky: list[str] = field(default_factory=list)
 
     @property
-    def score(self) -> float | None:
-        return sum(self.pass_rates) / len(self.pass_rates) if self.pass_rates else None
+    def runs(self) -> int:
+        return self.counts.runs
+
+    @property
+    def graded(self) -> int:
+        return self.counts.graded
+
+    @property
+    def errored(self) -> int:
+        return self.counts.errored
 
     @property
     def missing(self) -> int:
-        return self.runs - self.graded - self.errored
+        return self.counts.missing
+
+    @property
+    def score(self) -> float | None:
+        return self.counts.score
 
 
 @dataclass
@@ -141,29 +158,22 @@ def iteration_detail(iteration: Iteration) -> IterationDetail:
     previous = iteration.previous()
     summaries = summarise_iterations([iteration, *([previous] if previous else [])])
     summary = summaries[iteration.pk]
-    samples = run_samples(iteration)
-    outcomes = assertion_outcomes([iteration])
     conditions = [c.name for c in summary.conditions]
     treatment = summary.treatment.name if summary.treatment else None
     control = summary.control.name if summary.control else None
 
     # Counted once: the flaky list and the assertion classes both read these tallies.
-    tallies = stats.assertion_tallies(outcomes)
+    tallies = assertion_tallies(iteration)
     flaky = [t for t in tallies if t.flaky]
     flaky_by_cell: dict[tuple[str, str], list[str]] = defaultdict(list)
     for tally in flaky:
         flaky_by_cell[(tally.eval_id, tally.condition)].append(tally.assertion_id)
 
-    cells: dict[tuple[str, str], Cell] = {}
-    for sample in samples:
-        key = (sample["eval_id"], sample["condition"])
-        cell = cells.setdefault(key, Cell(sample["condition"], flaky=flaky_by_cell[key]))
-        cell.runs += 1
-        if sample["status"] == "errored":
-            cell.errored += 1
-        elif sample["pass_rate"] is not None:
-            cell.graded += 1
-            cell.pass_rates.append(sample["pass_rate"])
+    # The cell aggregates summarise_iterations grouped already, not a row per run.
+    cells = {
+        key: Cell(key[1], counts, flaky_by_cell.get(key, []))
+        for key, counts in summary.cells.items()
+    }
 
     previous_scores: dict[str, float] = {}
     if previous and (prev := summaries[previous.pk]).treatment and prev.treatment.score:
@@ -211,10 +221,13 @@ def iteration_detail(iteration: Iteration) -> IterationDetail:
             if k in SHOWN_CLASSES
         }
     repeated = {}
+    # Asked whether or not a condition repeats: a page's queries do not depend on its data.
+    passing = passing_runs(iteration)
     for name in conditions:
         runs_per_eval = [c.graded for (_, cond), c in cells.items() if cond == name]
         if runs_per_eval and min(runs_per_eval) > 1:
-            score = stats.repeated_run_score(samples, name, k=min(runs_per_eval))
+            counts = [(c.graded, passing.get(key, 0)) for key, c in cells.items() if key[1] == name]
+            score = stats.repeated_run_score_of_counts(counts, k=min(runs_per_eval))
             if score:
                 repeated[name] = score
     tags = sorted({tag for tags, _, _ in cases.values() for tag in tags})

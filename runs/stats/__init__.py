@@ -74,6 +74,7 @@ from .scores import (
     pass_rate_gain_per_1k_tokens,
     per_eval_scores,
     repeated_run_score,
+    repeated_run_score_of_counts,
     score_from_eval_scores,
     skill_invocation_rate,
 )
@@ -146,6 +147,7 @@ __all__ = [
     "rate_sentence",
     "regularized_incomplete_beta",
     "repeated_run_score",
+    "repeated_run_score_of_counts",
     "run_sample_from_grading",
     "score_from_eval_scores",
     "score_sentence",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .intervals import Interval, mean_interval, sign_flip_p_value, wilson_interval
@@ -242,7 +242,14 @@ def repeated_run_score(runs: Iterable[RunRow], condition: str, k: int) -> Repeat
         if run.condition == condition and run.pass_rate is not None:
             counts[run.eval_id][0] += 1
             counts[run.eval_id][1] += run.pass_rate >= 1.0
-    eligible = [(n, c) for n, c in counts.values() if n >= k]
+    return repeated_run_score_of_counts(counts.values(), k)
+
+
+def repeated_run_score_of_counts(
+    counts: Iterable[Sequence[int]], k: int
+) -> RepeatedRunScore | None:
+    """`repeated_run_score` from each eval's (graded runs, passing runs), counted already."""
+    eligible = [(n, c) for n, c in counts if n >= k]
     if not eligible:
         return None
     return RepeatedRunScore(

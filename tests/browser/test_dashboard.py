@@ -39,6 +39,9 @@ PAGES = {
     "not-found": "/skills/no-such-skill/",
 }
 PAGE_SHOTS = ROOT / "test-output" / "browser" / "pages"
+#: Window-sized shots of the pages the README shows (docs/ holds reduced copies of them).
+DOCS_SHOTS = ROOT / "test-output" / "browser" / "docs"
+DOCS_PAGES = ("overview", "skill", "iteration", "compare", "eval")
 WIDTHS = {"desktop": 1366, "phone": 375}
 CHARTS = ("chart-score", "chart-delta", "chart-invocation", "chart-cost")
 
@@ -72,6 +75,7 @@ def test_no_page_scrolls_sideways_on_a_phone_and_every_page_is_photographed(
     browser: Browser, live_server, sample: None
 ) -> None:
     PAGE_SHOTS.mkdir(parents=True, exist_ok=True)
+    DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
     too_wide = {}
     for label, width in WIDTHS.items():
         context = new_context(browser, live_server, width)
@@ -85,6 +89,8 @@ def test_no_page_scrolls_sideways_on_a_phone_and_every_page_is_photographed(
                     too_wide[name] = extra
                 page.evaluate("window.scrollTo(0, 0)")
                 page.screenshot(path=PAGE_SHOTS / f"{name}-{width}.png", full_page=True)
+                if name in DOCS_PAGES:
+                    page.screenshot(path=DOCS_SHOTS / f"{name}-{width}.png")
             page.goto("/accounts/login/")  # still logged in: log out first
         finally:
             context.close()

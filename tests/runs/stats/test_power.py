@@ -73,3 +73,42 @@ def test_itertools_agrees_on_two_to_the_n_relabellings():
     patterns = list(itertools.product((1, -1), repeat=n))
     extreme = [p for p in patterns if abs(sum(p)) == n]
     assert len(extreme) / len(patterns) == smallest_p_value(n)
+
+
+def exact_by_convolution(steps: list[int], threshold: int) -> float:
+    """Count flips with |signed sum| >= threshold by a plain dictionary convolution."""
+    counts = {0: 1}
+    for step in steps:
+        following: dict[int, int] = {}
+        for total, ways in counts.items():
+            for signed_step in (step, -step):
+                following[total + signed_step] = following.get(total + signed_step, 0) + ways
+        counts = following
+    return sum(w for total, w in counts.items() if abs(total) >= threshold) / 2 ** len(steps)
+
+
+@pytest.mark.parametrize("n", [63, 120, 300])
+def test_hundreds_of_evals_get_the_exact_p_not_a_monte_carlo_estimate(n: int) -> None:
+    # A 300-eval iteration of 10 runs x 6 assertions: differences are multiples of 1/60.
+    import random
+
+    rng = random.Random(n)
+    steps = [rng.randint(-12, 20) for _ in range(n)]
+    differences = [s / 60 for s in steps]
+    expected = exact_by_convolution([abs(s) for s in steps], abs(sum(steps)))
+    assert sign_flip_p_value(differences) == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_monte_carlo_p_of_terms_with_no_common_fraction_agrees_with_every_flip() -> None:
+    import random
+
+    rng = random.Random(7)
+    differences = [math.sqrt(2) * rng.uniform(-0.2, 0.6) / 3 for _ in range(21)]  # p ~ 0.03
+    observed = abs(math.fsum(differences)) - 1e-9 * len(differences)
+    sums = [differences[0]]
+    for term in differences[1:]:
+        sums = [s + term for s in sums] + [s - term for s in sums]
+    exact = sum(1 for s in sums if abs(s) >= observed) / len(sums)
+    p = sign_flip_p_value(differences)
+    standard_error = math.sqrt(exact * (1 - exact) / 20_000)
+    assert abs(p - exact) < 4 * standard_error + 1e-4
