@@ -6,8 +6,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from runs.admin import EvidenceAdmin
-
-from .models import AssertionResult, Grading, GradingHistory, Review
+from runs.models import AssertionResult, Grading, GradingHistory, Review
 
 
 class AssertionResultInline(admin.TabularInline):

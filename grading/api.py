@@ -15,9 +15,8 @@ from ninja import Router, Schema, Status
 
 from accounts.auth import WRITE_AUTH
 from runs.api.schemas import ErrorOut, ReviewOut
-from runs.models import Run
+from runs.models import AssertionResult, Review, Run
 
-from .models import AssertionResult, Review
 from .reviewing import ReviewError, add_note, override
 
 router = Router(tags=["review"], auth=WRITE_AUTH)

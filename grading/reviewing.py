@@ -16,10 +16,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from runs.models import Generation, Iteration, Run
+from runs.models import AssertionResult, Generation, Grading, Iteration, Review, Run
 from runs.search.index import index_runs
-
-from .models import AssertionResult, Grading, Review
 
 MAX_TEXT = 10_000
 

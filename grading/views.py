@@ -9,9 +9,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from runs.models import Run, Skill
+from runs.models import LOW_CONFIDENCE, AssertionResult, Run, Skill
 
-from .models import LOW_CONFIDENCE, AssertionResult
 from .reviewing import ReviewError, add_note, override
 
 

@@ -7,6 +7,6 @@ eval-magic keeps beside it where there is one. `grade.GRADERS` maps each asserti
 its grader; `grade.grade_run` grades a whole run.
 
 Import the modules themselves (`grading.graders.grade`, `.transcript`, …): this package
-re-exports nothing, so that the importer, which needs only `expectations`, does not load
-the Anthropic SDK that `judge` needs.
+re-exports nothing, so that a caller needing one grader does not load the Anthropic SDK
+that `judge` needs. An eval's assertions are normalised by `runs.assertions`.
 """

@@ -16,9 +16,10 @@ from typing import Any
 
 import anthropic
 
+from runs.assertions import judge_rubric
+
 from .command import DEFAULT_TIMEOUT_SECONDS, command_check
 from .diff import PATCH_NAME, DiffError, DiffMeasurement, diff_scope, measure_diff
-from .expectations import judge_rubric
 from .judge import llm_judge
 from .meta import skill_check_applies, skill_invoked_check
 from .transcript import transcript_check

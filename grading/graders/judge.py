@@ -15,7 +15,8 @@ from typing import Any
 
 import anthropic
 
-from .expectations import judge_rubric
+from runs.assertions import judge_rubric
+
 from .transcript import render_invocation
 from .verdict import Verdict
 

@@ -17,9 +17,8 @@ from grading.graders.judge import JudgeUnavailable, llm_judge
 from grading.graders.meta import SKILL_INVOKED_ID, skill_check_applies, skill_invoked_check
 from grading.graders.transcript import transcript_check
 from runs.importing.checks import run_name
-from runs.models import Iteration, Run
+from runs.models import AssertionResult, Grading, Iteration, Run
 
-from ..models import AssertionResult, Grading
 from .report import JudgeFailed, Planned, Progress, RegradeReport
 
 #: Why an assertion kept its recorded result, or was recorded as not graded; one note each.

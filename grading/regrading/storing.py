@@ -14,11 +14,19 @@ from django.utils import timezone
 from grading.graders.grade import summarise
 from grading.graders.meta import SKILL_INVOKED_ID
 from runs.importing.checks import MAX_NAMED, run_name
-from runs.models import Generation, Iteration, Run, RunStatus
+from runs.models import (
+    AssertionResult,
+    Generation,
+    Grading,
+    GradingHistory,
+    Iteration,
+    Review,
+    Run,
+    RunStatus,
+)
 from runs.search.index import index_runs
 from runs.warnings import ValidityWarning, without
 
-from ..models import AssertionResult, Grading, GradingHistory, Review
 from .planning import multi_run_cells
 from .report import Planned, RegradeReport
 

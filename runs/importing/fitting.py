@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from grading.models import AssertionResult
-from runs.models import Condition, EvalCase, Iteration, Run
+from runs.models import AssertionResult, Condition, EvalCase, Iteration, Run
 from runs.names import (
     InvalidName,
     validate_condition_name,

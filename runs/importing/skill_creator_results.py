@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from grading.graders.expectations import case_assertions, unique_slugs
+from runs.assertions import case_assertions, unique_slugs
 
 from .definitions import matches_what_ran
 from .errors import ImportFailure

@@ -8,11 +8,14 @@ from django.db import connection
 from django.db.models import F, Max
 from django.utils import timezone
 
-from grading.models import AssertionResult, Grading, GradingHistory, Review
 from runs.models import (
+    AssertionResult,
     Condition,
     EvalCase,
+    Grading,
+    GradingHistory,
     Iteration,
+    Review,
     Run,
     Skill,
     SourceKind,

@@ -1,4 +1,4 @@
-"""Skills, eval definitions, iterations, conditions and runs (SPEC §2).
+"""Skills, eval definitions, iterations, conditions, runs and their gradings (SPEC §2).
 
 One module per model family; everything is importable from `runs.models`.
 """
@@ -16,6 +16,7 @@ from .choices import (
     TimingSource,
     role_for_condition,
 )
+from .gradings import LOW_CONFIDENCE, AssertionResult, Grading, GradingHistory, Review
 from .iterations import LARGE_ITERATION_FIELDS, Condition, Iteration, IterationNotFound
 from .runs import CELL_FIELDS, Run
 from .skills import EvalCase, Skill
@@ -24,13 +25,18 @@ __all__ = [
     "CELL_FIELDS",
     "CONDITION_ROLES",
     "LARGE_ITERATION_FIELDS",
+    "LOW_CONFIDENCE",
     "ROLE_CHOICES",
+    "AssertionResult",
     "Condition",
     "EvalCase",
     "Generation",
+    "Grading",
+    "GradingHistory",
     "Iteration",
     "IterationNotFound",
     "Mode",
+    "Review",
     "Role",
     "Run",
     "RunStatus",

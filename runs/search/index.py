@@ -18,8 +18,7 @@ from django.db import connection, transaction
 from django.db.models import F, Func, QuerySet, TextField, Value
 from django.db.models.functions import Cast
 
-from grading.models import AssertionResult, Review
-from runs.models import Iteration, Run, RunStatus
+from runs.models import AssertionResult, Iteration, Review, Run, RunStatus
 
 from .models import Outcome, SearchDocument
 

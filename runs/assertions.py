@@ -2,8 +2,9 @@
 
 SWL and skill-creator `expectations` are free text: each becomes an `llm_judge` assertion
 whose id is a slug of the text and whose rubric is the text (SWL's `grading_guidance` is
-appended when the judge is asked). The importer (`runs.importing.definitions`) uses these
-same functions, so a regraded run's results line up with imported ones.
+appended when the judge is asked). The importer (`runs.importing.definitions`) and the
+graders (`grading.graders`) use these same functions, so a regraded run's results line up
+with imported ones.
 """
 
 from __future__ import annotations

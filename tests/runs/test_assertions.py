@@ -8,16 +8,16 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grading.graders import expectations
-from grading.graders.expectations import case_assertions, judge_rubric
+from runs import assertions
+from runs.assertions import case_assertions, judge_rubric
 from runs.importing import definitions
 
 
 def test_expectation_ids_are_stable_slugs() -> None:
-    assert expectations.slugify("Runs the tests -- twice!") == "runs-the-tests-twice"
-    assert expectations.slugify("???") == "expectation"
-    assert expectations.slugify("x" * 100) == "x" * 80
-    assert expectations.unique_slugs(["Is short", "Is short!", "Other", "is SHORT"]) == [
+    assert assertions.slugify("Runs the tests -- twice!") == "runs-the-tests-twice"
+    assert assertions.slugify("???") == "expectation"
+    assert assertions.slugify("x" * 100) == "x" * 80
+    assert assertions.unique_slugs(["Is short", "Is short!", "Other", "is SHORT"]) == [
         "is-short",
         "is-short-2",
         "other",
@@ -27,7 +27,7 @@ def test_expectation_ids_are_stable_slugs() -> None:
 
 @given(st.lists(st.text(max_size=120), max_size=6))
 def test_expectation_ids_are_unique_and_url_safe(texts: list[str]) -> None:
-    slugs = expectations.unique_slugs(texts)
+    slugs = assertions.unique_slugs(texts)
     assert len(set(slugs)) == len(slugs)
     assert all(slug and set(slug) <= set("abcdefghijklmnopqrstuvwxyz0123456789-") for slug in slugs)
 
@@ -83,6 +83,6 @@ def test_eval_magic_assertions_are_kept_as_they_are(real_fixtures: Path) -> None
 
 
 def test_the_judge_rubric_carries_the_grading_guidance() -> None:
-    (assertion,) = expectations.judge_assertions(["Cites a line"], guidance="Line numbers count.")
+    (assertion,) = assertions.judge_assertions(["Cites a line"], guidance="Line numbers count.")
     assert judge_rubric(assertion) == "Cites a line\n\nGrading guidance:\nLine numbers count."
     assert judge_rubric({"rubric": "Plain"}) == "Plain"
