@@ -19,6 +19,10 @@ With `--harness claude-code` each run is played by the Claude Code CLI (the clau
 extra), sandboxed, through evalsite's API proxy; its overhead per run is the CLI's start-up
 and the sandbox's, besides evalsite's own. Its targets are the messages harness's (for
 reference: the CLI is not evalsite's to speed up), so read them with `--check` off.
+
+With `--queue` the same campaign goes through `runevals --queue`: a real redis-server and
+`celery -A evalsite worker --pool threads --concurrency N` processes, timed from enqueueing to
+the imported iteration, first on 1 worker, then on 2. Target: 2 workers ≤ 0.6× 1 worker.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ import argparse
 import json
 import multiprocessing
 import os
+import shutil
+import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -150,6 +157,131 @@ def measure(skill: Path, *, delay: float, concurrency: int, harness: str) -> Mea
     return Measurement(elapsed, len(result.outcomes), calls, 1000 * sum(own) / len(own))
 
 
+# --- --queue: the same campaign over Celery workers ----------------------------------------
+
+
+def queue_rows(work: Path, args: argparse.Namespace) -> list[tuple]:
+    """Makespan of one queued campaign on 1 and on 2 workers of `--concurrency` each.
+
+    A real redis-server, the fake API in its own process, and `celery -A evalsite worker`
+    processes with workspaces of their own and one shared run store; timed from enqueueing to
+    the iteration imported. Target: 2 workers take ≤ 0.6× the time of 1.
+
+    `--queue-runs` (default 64) is a multiple of both workers' slots (2 × 8): with 40 runs,
+    1 worker plays 5 rounds of 8 and 2 workers 3 rounds of 16, so even free scheduling could
+    not beat 0.6×; the figure would measure how the last round falls, not the scaling.
+    """
+    skill = make_skill(work / "queued", max(1, args.queue_runs // 2))
+    redis_binary = shutil.which("redis-server")
+    if redis_binary is None:
+        raise SystemExit("--queue needs redis-server (apt-get install redis-server)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    redis = subprocess.Popen(
+        [redis_binary, "--port", str(port), "--save", "", "--dir", str(work)],
+        stdout=subprocess.DEVNULL,
+    )
+    context = multiprocessing.get_context("spawn")
+    ours, theirs = context.Pipe()
+    server = context.Process(target=serve, args=(theirs, args.delay))
+    server.start()
+    try:
+        from django.conf import settings
+
+        # The workers' store is this process's (the bench workspace), wherever they work.
+        os.environ.update(
+            CELERY_BROKER_URL=f"redis://127.0.0.1:{port}/0",
+            EVALSITE_RUN_STORE=settings.STORAGES["runs"]["OPTIONS"]["location"],
+            EVALSITE_ENV_FILE="",
+            ANTHROPIC_API_KEY="bench",
+            ANTHROPIC_BASE_URL=ours.recv(),
+        )
+        settings.CELERY_BROKER_URL = os.environ["CELERY_BROKER_URL"]
+        from evalsite.celery import app
+
+        app.conf.broker_url = settings.CELERY_BROKER_URL
+        spans = {}
+        for count in (1, 2):
+            workers = [_start_worker(work, f"w{count}-{i}", args.concurrency) for i in range(count)]
+            try:
+                # Each worker's first runs pay its imports and client set-up.
+                _queued_makespan(make_skill(work / f"warm-up-{count}", 2 * count))
+                spans[count] = _queued_makespan(skill)
+            finally:
+                for worker in workers:
+                    worker.terminate()
+                for worker in workers:
+                    worker.wait(timeout=30)
+        ours.send("done")
+        calls = ours.recv()
+    finally:
+        server.join(timeout=10)
+        if server.is_alive():
+            server.terminate()
+        redis.terminate()
+        redis.wait(timeout=10)
+    ratio = spans[2] / spans[1]
+    print(f"queue: {calls} API calls in all (warm-ups included), load {os.getloadavg()[0]:.1f}")
+    return [
+        ("1 worker", f"{spans[1]:.2f} s", f"concurrency {args.concurrency}", True, "makespan"),
+        (
+            "2 workers",
+            f"{spans[2]:.2f} s",
+            f"concurrency {args.concurrency} each",
+            ratio <= 0.6,
+            f"{ratio:.2f}× 1 worker (target ≤ 0.6×)",
+        ),
+    ]
+
+
+def report(rows: list[tuple], args: argparse.Namespace) -> int:
+    """Print the queue rows as main prints its own; 1 with --check when a target is missed."""
+    for name, value, detail, ok, target in rows:
+        print(f"{name:18} {value:>10}  {detail:28} {'PASS' if ok else 'FAIL'}  {target}")
+    return 1 if args.check and not all(ok for *_, ok, _ in rows) else 0
+
+
+def _start_worker(work: Path, name: str, concurrency: int) -> subprocess.Popen:
+    log = work / f"{name}.log"
+    command = [sys.executable, "-m", "celery", "-A", "evalsite", "worker", "--pool=threads"]
+    command += [f"--concurrency={concurrency}", "-n", f"{name}@%h", "-l", "info"]
+    command += ["--without-mingle", "--without-gossip", "--without-heartbeat"]
+    worker = subprocess.Popen(
+        command,
+        env={**os.environ, "EVALSITE_WORKSPACE_DIR": str(work / name)},
+        cwd=ROOT,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while " ready." not in log.read_text():
+        if worker.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"worker {name} did not start:\n{log.read_text()}")
+        time.sleep(0.1)
+    return worker
+
+
+def _queued_makespan(skill: Path) -> float:
+    """Seconds from `runevals --queue` to its iteration imported."""
+    from runs.campaigns.models import QueuedIteration
+    from runs.campaigns.options import CampaignOptions
+    from runs.campaigns.workflow import enqueue, plan_skills
+
+    plans = plan_skills([skill], agent_model="claude-sonnet-5-5", judge_model="claude-sonnet-5-5")
+    started = time.perf_counter()
+    campaign = enqueue(plans, CampaignOptions(harness="messages"))
+    while campaign.iterations.filter(state__in=QueuedIteration.ACTIVE).exists():
+        if time.perf_counter() - started > 300:
+            raise SystemExit(f"{campaign} is not done after 300 s; see the workers' logs")
+        time.sleep(0.02)
+    elapsed = time.perf_counter() - started
+    (state,) = campaign.iterations.values_list("state", flat=True)
+    if state != QueuedIteration.State.IMPORTED:
+        raise SystemExit(f"the queued campaign ended {state}")
+    return elapsed
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40, help="runs (evals × 2 conditions)")
@@ -157,6 +289,10 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--harness", choices=["messages", "claude-code"], default="messages")
+    parser.add_argument(
+        "--queue", action="store_true", help="the campaign over Celery: 1 worker vs 2 workers"
+    )
+    parser.add_argument("--queue-runs", type=int, default=64, help="runs of the --queue campaign")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="evalsite-runevals-bench-"))
@@ -173,6 +309,8 @@ def main() -> int:
 
     call_command("migrate", verbosity=0)
     skill = make_skill(work, max(1, args.runs // 2))
+    if args.queue:
+        return report(queue_rows(work, args), args)
 
     harness = args.harness
     # Imports, TLS set-up (and the CLI's first start, from a cold page cache).

@@ -30,7 +30,7 @@ from django.db import DatabaseError, connection
 from django.db.models import F, Q
 from django.utils import timezone
 
-from runs.evaluating.plan import Plan
+from runs.evaluating.plan import Plan, RunPlan
 from runs.evaluating.report import iteration_report
 from runs.evaluating.runner import IterationRun, Runner, RunOutcome, write_error
 from runs.evaluating.sandbox import unsandboxed
@@ -101,7 +101,6 @@ def _claim(run: QueuedRun) -> str | None:
     )
     if not claimed:
         return None
-    run.iteration.campaign.touch()
     run.refresh_from_db()
     return attempt
 
@@ -116,27 +115,24 @@ def _play_and_record(run: QueuedRun, attempt: str) -> None:
     def beat() -> None:
         mine = QueuedRun.objects.filter(pk=run.pk, attempt=attempt, state=QueuedRun.State.RUNNING)
         mine.update(heartbeat_at=timezone.now())
-        iteration.campaign.touch()
 
     with heartbeat(beat):
-        runner = _runner(iteration, options)
         folder = _scratch(iteration.pk) / "runs"
-        if (problem := _problem_here(options)) is not None:
-            outcome = _errored(folder, planned, f"worker {socket.gethostname()}: {problem}")
-        else:
-            try:
-                with sandbox_mode(options.sandbox):
-                    outcome = runner.run_one(folder, planned)
-            except Exception as exc:  # a bug or this machine's trouble, not the run's
-                log.exception("queued run %s failed on %s", run, worker_name())
-                if run.attempts < MAX_ATTEMPTS:
-                    QueuedRun.objects.filter(pk=run.pk, attempt=attempt).update(
-                        state=QueuedRun.State.PENDING, attempt=""
-                    )
-                    raise Deferred(settings.EVALSITE_QUEUE_HEARTBEAT) from exc
-                outcome = _errored(folder, planned, f"{type(exc).__name__}: {exc}")
-        store.put_folder(folder / planned.relpath, attempt_key)
-        shutil.rmtree(folder / planned.relpath, ignore_errors=True)
+        try:
+            outcome = _play(iteration, options, folder, planned)
+            store.put_folder(folder / planned.relpath, attempt_key)
+        except Exception as exc:  # a bug, or this machine's or the store's trouble
+            log.exception("queued run %s failed on %s", run, worker_name())
+            shutil.rmtree(folder / planned.relpath, ignore_errors=True)
+            if run.attempts < MAX_ATTEMPTS:
+                QueuedRun.objects.filter(pk=run.pk, attempt=attempt).update(
+                    state=QueuedRun.State.PENDING, attempt=""
+                )
+                raise Deferred(settings.EVALSITE_QUEUE_HEARTBEAT) from exc
+            outcome = _errored(folder, planned, f"{type(exc).__name__}: {exc}")
+            store.put_folder(folder / planned.relpath, attempt_key)
+        finally:
+            shutil.rmtree(folder / planned.relpath, ignore_errors=True)
     recorded = QueuedRun.objects.filter(
         pk=run.pk, attempt=attempt, state=QueuedRun.State.RUNNING
     ).update(
@@ -151,10 +147,20 @@ def _play_and_record(run: QueuedRun, attempt: str) -> None:
     )
     if not recorded:  # taken over while this worker was silent: the other attempt counts
         store.delete_folder(attempt_key)
-    iteration.campaign.touch()
 
 
-def _errored(folder: Path, planned, message: str) -> RunOutcome:
+def _play(
+    iteration: QueuedIteration, options: CampaignOptions, folder: Path, planned: RunPlan
+) -> RunOutcome:
+    """The run, played here exactly as runevals plays it locally (Runner.run_one)."""
+    if (problem := _problem_here(options)) is not None:
+        return _errored(folder, planned, f"worker {socket.gethostname()}: {problem}")
+    runner = _runner(iteration, options)
+    with sandbox_mode(options.sandbox):
+        return runner.run_one(folder, planned)
+
+
+def _errored(folder: Path, planned: RunPlan, message: str) -> RunOutcome:
     """A run that could not be played at all: an error.json, so it is imported as errored."""
     target = folder / planned.relpath
     target.mkdir(parents=True, exist_ok=True)
@@ -244,9 +250,12 @@ def _assemble_and_import(iteration: QueuedIteration) -> dict:
     runner = _runner(iteration, options)
     runs = list(iteration.runs.all())
     for run in runs:
-        target = folder / run.plan_run().relpath
-        shutil.rmtree(target, ignore_errors=True)
-        store.get_folder(run.attempt_key, target)
+        relpath = run.plan_run().relpath
+        if downloaded:
+            shutil.rmtree(folder / relpath, ignore_errors=True)
+            store.get_folder(run.attempt_key, folder / relpath)
+        elif store.exists(run.attempt_key):  # (else moved by a finaliser that was lost)
+            store.move_folder(run.attempt_key, f"{iteration.store_key}/{relpath}")
     runner.finish(folder)
     if downloaded:
         store.put_folder(folder, iteration.store_key)

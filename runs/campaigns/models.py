@@ -10,11 +10,11 @@ worker (a conditional update), once its last run is in.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Count, Q
+from django.db.models import Count, Max, Q
 from django.urls import reverse
 from django.utils import timezone
 
@@ -29,8 +29,6 @@ class Campaign(models.Model):
     requested_by = models.CharField(max_length=300)
     #: How every run is played: harness, sandbox, responder model, concurrency, keep_env.
     options = models.JSONField(default=dict)
-    #: Last time any of its runs was claimed, signalled or recorded (the stale-lock rule).
-    active_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["-created_at"]
@@ -46,14 +44,19 @@ class Campaign(models.Model):
         """Every iteration imported, failed or abandoned: nothing left for a worker to do."""
         return not self.iterations.filter(state__in=QueuedIteration.ACTIVE).exists()
 
+    def last_activity(self) -> datetime:
+        """When it was queued, or a run of it was last claimed, signalled or recorded."""
+        runs = QueuedRun.objects.filter(iteration__campaign=self)
+        latest = runs.aggregate(beat=Max("heartbeat_at"), done=Max("finished_at"))
+        return max(moment for moment in (self.created_at, *latest.values()) if moment)
+
     @property
     def stale(self) -> bool:
-        """No run activity for EVALSITE_QUEUE_STALE_AFTER: its workers (or broker) are gone."""
-        idle = timezone.now() - self.active_at
-        return idle > timedelta(seconds=settings.EVALSITE_QUEUE_STALE_AFTER)
+        """No run activity for EVALSITE_QUEUE_STALE_AFTER: its workers (or broker) are gone.
 
-    def touch(self) -> None:
-        Campaign.objects.filter(pk=self.pk).update(active_at=timezone.now())
+        The stale-lock rule: such a campaign no longer holds its skills."""
+        idle = timezone.now() - self.last_activity()
+        return idle > timedelta(seconds=settings.EVALSITE_QUEUE_STALE_AFTER)
 
 
 class QueuedIterationQuerySet(models.QuerySet):

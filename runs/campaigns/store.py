@@ -10,10 +10,12 @@ folders that `importworkspace` reads as they are.
 from __future__ import annotations
 
 import io
+import os
+import shutil
 import tarfile
 from pathlib import Path, PurePosixPath
 
-from django.core.files.base import ContentFile, File
+from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage, Storage, storages
 
 from runs.evaluating.folders import ITERATION_DIR
@@ -61,21 +63,40 @@ class RunStore:
 
     def put_folder(self, local: Path, key: str) -> None:
         """Copy a local folder's files (not following links) to the folder `key`."""
+        if (target := self.local_path(key)) is not None:  # a directory: copy it as one
+            shutil.copytree(local, target, ignore=_links, dirs_exist_ok=True)
+            return
         for path in sorted(local.rglob("*")):
             if path.is_file() and not path.is_symlink():
-                name = f"{key}/{path.relative_to(local).as_posix()}"
-                if self.storage.exists(name):
-                    self.storage.delete(name)
-                with path.open("rb") as handle:
-                    self.storage.save(name, File(handle, name=path.name))
+                self.write(f"{key}/{path.relative_to(local).as_posix()}", path.read_bytes())
 
     def get_folder(self, key: str, local: Path) -> None:
         """Copy the folder `key` to a local folder (made if needed)."""
+        if (source := self.local_path(key)) is not None:
+            if source.is_dir():
+                shutil.copytree(source, local, ignore=_links, dirs_exist_ok=True)
+            return
         for relative in self.files(key):
             target = local / relative
             target.parent.mkdir(parents=True, exist_ok=True)
-            with self.storage.open(f"{key}/{relative}", "rb") as source:
-                target.write_bytes(source.read())
+            with self.storage.open(f"{key}/{relative}", "rb") as source_file:
+                target.write_bytes(source_file.read())
+
+    def move_folder(self, key: str, destination: str) -> None:
+        """Put the folder `key` at `destination` (replacing it): a rename on a filesystem."""
+        source, target = self.local_path(key), self.local_path(destination)
+        if source is not None and target is not None:
+            shutil.rmtree(target, ignore_errors=True)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(source, target)
+            return
+        self.delete_folder(destination)
+        for relative in self.files(key):
+            self.write(f"{destination}/{relative}", self.read(f"{key}/{relative}"))
+        self.delete_folder(key)
+
+    def exists(self, key: str) -> bool:
+        return self.storage.exists(key)
 
     def delete_folder(self, key: str) -> None:
         for relative in self.files(key):
@@ -93,6 +114,11 @@ class RunStore:
             return []
         folders, _ = self.storage.listdir(skill)
         return sorted(int(m.group(1)) for name in folders if (m := ITERATION_DIR.match(name)))
+
+
+def _links(folder: str, names: list[str]) -> list[str]:
+    """copytree's ignore: links are not copied (a run's files are plain files)."""
+    return [name for name in names if os.path.islink(os.path.join(folder, name))]
 
 
 def skill_archive(skill_dir: Path) -> bytes:

@@ -18,6 +18,8 @@ def play_run(self, run_id: int) -> None:
         execute.play_queued_run(run_id)
     except execute.Deferred as deferred:
         raise self.retry(countdown=deferred.countdown) from None
+    except Exception as exc:  # the database or the store is away: keep the run queued
+        raise self.retry(exc=exc, countdown=backoff(self.request.retries)) from None
 
 
 @shared_task(bind=True, name="campaigns.finalise_iteration", max_retries=None)
@@ -27,3 +29,10 @@ def finalise_iteration(self, iteration_id: int) -> None:
         execute.maybe_finalise(iteration_id)
     except execute.Deferred as deferred:
         raise self.retry(countdown=deferred.countdown) from None
+    except Exception as exc:
+        raise self.retry(exc=exc, countdown=backoff(self.request.retries)) from None
+
+
+def backoff(retries: int) -> float:
+    """Seconds before trying again after an unexpected failure: 1, 2, 4… up to a minute."""
+    return float(min(60, 2**retries))

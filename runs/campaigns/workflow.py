@@ -157,7 +157,7 @@ def _queue_skill(
             raise CampaignError(lock_message(active))
         active.state = QueuedIteration.State.ABANDONED
         active.error = (
-            f"abandoned: no run activity since {active.campaign.active_at:%Y-%m-%d %H:%M} UTC"
+            f"abandoned: no run activity since {active.campaign.last_activity():%Y-%m-%d %H:%M} UTC"
         )
         active.save(update_fields=["state", "error"])
     numbers = store.iteration_numbers(name) + [
@@ -244,6 +244,12 @@ def wait(
                 progress(_outcome(run), len(reported), total)
         if finished:
             break
+        if campaign.stale:
+            raise CampaignError(
+                f"{campaign} made no progress for {settings.EVALSITE_QUEUE_STALE_AFTER:.0f} s: "
+                "is a worker running (celery -A evalsite worker)? It stays queued; "
+                "runevals --queue --resume finishes it"
+            )
         time.sleep(poll)
     result = CampaignResult()
     for iteration in campaign.iterations.order_by("pk"):

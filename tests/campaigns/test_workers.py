@@ -173,24 +173,11 @@ class Site:
 
     def start_worker(self, machine: str, pool: str, concurrency: int) -> subprocess.Popen:
         log = (self.root / f"{machine}.log").open("w")
+        command = [sys.executable, "-m", "celery", "-A", "evalsite", "worker", f"--pool={pool}"]
+        command += [f"--concurrency={concurrency}", "-n", f"{machine}@%h", "-l", "info"]
+        command += ["--without-mingle", "--without-gossip", "--without-heartbeat"]
         worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "evalsite",
-                "worker",
-                f"--pool={pool}",
-                f"--concurrency={concurrency}",
-                "-n",
-                f"{machine}@%h",
-                "-l",
-                "info",
-                "--without-mingle",
-                "--without-gossip",
-                "--without-heartbeat",
-            ],  # fmt: skip
+            command,
             env=self.on(machine),
             cwd=settings.BASE_DIR,
             stdout=log,

@@ -115,7 +115,7 @@ def test_the_skill_is_locked_across_machines_until_its_campaign_goes_stale(
         assert info.value.returncode == 2
         assert str(info.value).startswith(f"demo is locked by queued campaign #{first.pk} (")
 
-    Campaign.objects.update(active_at=timezone.now() - timedelta(hours=2))
+    Campaign.objects.update(created_at=timezone.now() - timedelta(hours=2))
     settings.EVALSITE_QUEUE_STALE_AFTER = 3600
     runevals("--queue", str(skill))
 
