@@ -21,6 +21,7 @@ class Migration(migrations.Migration):
                 ('created_at', models.DateTimeField(auto_now_add=True)),
                 ('requested_by', models.CharField(max_length=300)),
                 ('options', models.JSONField(default=dict)),
+                ('active_at', models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
                 'ordering': ['-created_at'],
