@@ -37,7 +37,7 @@ def cell_runs(
         "skill": iteration.skill,
         "iteration": iteration,
         "eval_id": eval_id,
-        "eval_name": runs[0].eval_case.name or eval_id,
+        "eval_name": runs[0].eval_name,
         "condition": condition,
         "runs": runs,
         "columns": iteration.conditions.count() + 3,  # the matrix row's width
@@ -121,7 +121,7 @@ def run_diff(request: HttpRequest, skill: str, number: int, eval_id: str) -> Htt
         "skill": iteration.skill,
         "iteration": iteration,
         "eval_id": eval_id,
-        "eval_name": left.eval_case.name or eval_id,
+        "eval_name": left.eval_name,
         "left": left,
         "right": right,
         "final": side_by_side(left.final_message, right.final_message),

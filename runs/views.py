@@ -254,7 +254,7 @@ def run_page(
             "skill": found.iteration.skill,
             "iteration": found.iteration,
             "eval_id": eval_id,
-            "eval_name": found.eval_case.name or eval_id,
+            "eval_name": found.eval_name,
             "case": found.eval_case,
         },
     )

@@ -186,6 +186,12 @@ class Run(models.Model):
     def __str__(self) -> str:
         return f"{self.eval_id}/{self.condition.name}/run-{self.run_index}"
 
+    @property
+    def eval_name(self) -> str:
+        """What a person reads for its eval: the definition's name (skill-creator's
+        `eval_name`), else the id, which stays in URLs."""
+        return self.eval_case.name or self.eval_id
+
     def get_absolute_url(self) -> str:
         """The run link; needs `iteration__skill` and `condition` loaded to avoid queries."""
         return reverse(
