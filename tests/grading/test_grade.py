@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from anthropic.types import Message
 
-from grading.graders.grade import grade_run
+from grading.graders.grade import GRADERS, grade_run
 from grading.graders.judge import JudgeUnavailable
 
 from .conftest import conversation_run, make_task_dir, say, tool, user, validate, write
@@ -201,3 +201,9 @@ def test_the_real_evals_grade_into_valid_gradings(real_fixtures: Path, task_dir:
             )
             validate(grading, "grading.schema.json")
             assert ("meta_summary" in grading) is (case.get("skill_should_trigger") is not False)
+
+
+def test_every_assertion_kind_the_schema_names_has_a_grader() -> None:
+    schema = json.loads((Path(__file__).parents[2] / "schemas" / "grading.schema.json").read_text())
+    kinds = schema["properties"]["assertion_results"]["items"]["properties"]["grader"]["enum"]
+    assert sorted(GRADERS) == sorted(kinds)
