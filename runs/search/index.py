@@ -22,10 +22,11 @@ from runs.models import AssertionResult, Iteration, Review, Run, RunStatus
 
 from .models import Outcome, SearchDocument
 
-#: What of a tool call is indexed: the head of its arguments and of its result. Tool output
-#: (files read, test logs) is most of a transcript's bytes and little of what people search
-#: for; indexing 2,000 characters of each made an import 1.7x slower. A conversation's text
-#: stops at MAX_CONVERSATION_CHARS.
+#: What of a tool call is indexed: its name and the heads of its arguments and result.
+#: Tool output (files read, test logs) is most of a real transcript's bytes and little of
+#: what people search for; indexing 2,000 characters of each made an import 1.7x slower
+#: (PostgreSQL parses text at ~10 MB/s). The messages are indexed whole; a conversation's
+#: text stops at MAX_CONVERSATION_CHARS.
 TOOL_TEXT_CHARS = 500
 MAX_CONVERSATION_CHARS = 300_000
 _BATCH = 500

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
+from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.test import Client
 
 from grading.models import AssertionResult
@@ -272,3 +274,15 @@ def test_pages_of_results_link_to_each_other(client: Client, sample: None) -> No
     assert 'href="?q=the&amp;page=1"' in second
     links = [line for line in first.splitlines() if 'class="hit-link"' in line]
     assert len(links) == 20 and not set(links) & set(second.splitlines())
+
+
+@pytest.mark.django_db
+def test_searchindex_rebuilds_an_index_that_lost_its_documents(sample: None) -> None:
+    SearchDocument.objects.all().delete()
+    assert found("timezone") == []
+    out = StringIO()
+
+    call_command("searchindex", stdout=out)
+
+    assert out.getvalue().strip() == f"search index rebuilt: {Run.objects.count()} runs"
+    assert found("timezone") and SearchDocument.objects.count() == Run.objects.count()
