@@ -36,7 +36,8 @@ def figure_colours(
     treatment of a revision) are both the treatment colour, as their table swatches are.
     Conditions sharing a colour that never run in one iteration are told apart by dashes;
     only when two of them run side by side (two treatments in one iteration) does the later
-    one (by name) take the next free colour, so no two lines of one iteration look alike.
+    one take the next free colour, so no two lines of one iteration look alike. Within a
+    role, the condition seen first (in the oldest iteration) keeps the solid line.
     """
     roles: dict[str, str | None] = {}
     together: dict[str, set[str]] = {}
@@ -47,7 +48,8 @@ def figure_colours(
             names.append(name)
         for name in names:
             together.setdefault(name, set()).update(n for n in names if n != name)
-    order = sorted(roles, key=lambda n: (_rank(roles[n] or condition_role(n)), n))
+    first_seen = {name: index for index, name in enumerate(roles)}
+    order = sorted(roles, key=lambda n: (_rank(roles[n] or condition_role(n)), first_seen[n]))
     colours: dict[str, str] = {}
     for name in order:
         colour = condition_colour(name, roles[name])

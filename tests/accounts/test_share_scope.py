@@ -11,6 +11,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from accounts.models import ShareLink
 from accounts.sharing import share_view
 from runs.importing import import_workspace
 
@@ -36,10 +37,10 @@ def opened(user, address: str) -> tuple[Client, str]:
     return visitor, url
 
 
-def links(page: str, html: str) -> set[str]:
+def links(page: str, html: str, attributes: tuple[str, ...] = ("href", "hx-get")) -> set[str]:
     """Every same-site address the page links or points htmx at ("?…" read against `page`)."""
     found = set()
-    for attribute in ("href", "hx-get", "action"):
+    for attribute in attributes:
         for value in re.findall(rf'\b{attribute}="([^"]*)"', html):
             value = unescape(value).split("#")[0]
             if value.startswith("?"):
@@ -56,8 +57,13 @@ def test_every_link_of_a_shared_view_opens_inside_the_share(user, sample, shared
     visitor, _ = opened(user, shared)
     page = visitor.get(shared)
     assert page.status_code == 200
-    seen = links(shared, page.content.decode())
+    html = page.content.decode()
+    seen = links(shared, html)
     assert seen, "the shared view has no links at all"
+    # A GET form's address needs its fields: it must lie inside the share, as its links do.
+    link = ShareLink.objects.get()
+    for action in links(shared, html, ("action",)):
+        assert link.opens(action), (shared, action)
     for address in sorted(seen):
         response = visitor.get(address)
         assert response.status_code in {200, 302}, (shared, address, response.status_code)

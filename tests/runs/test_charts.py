@@ -446,7 +446,7 @@ class TestColours:
 
     def test_same_coloured_conditions_of_different_iterations_are_told_apart_by_dashes(self):
         styles = figure_colours([[("with_skill", None)], [("new_skill", "treatment")]])
-        assert styles == {"new_skill": (PALETTE[0], "solid"), "with_skill": (PALETTE[0], "dash")}
+        assert styles == {"with_skill": (PALETTE[0], "solid"), "new_skill": (PALETTE[0], "dash")}
 
     def test_two_treatments_run_side_by_side_never_share_a_colour(self):
         styles = figure_colours([[("with_skill", "treatment"), ("with_skill_v2", "treatment")]])

@@ -399,3 +399,10 @@ def test_error_pages_are_styled_and_offer_no_share_button(client: Client, sample
         body = response.content.decode()
         assert 'class="error-page"' in body and "evalsite.css" in body
         assert "Create link" not in body
+
+
+def test_comparing_two_iterations_names_their_conditions_once(client: Client, sample) -> None:
+    html = page(client, f"{SKILL}compare/?a=2&b=3")
+    verdict = html.split('class="verdict">')[1].split("</p>")[0]
+    assert verdict.count("with_skill vs without_skill") == 1
+    assert verdict.startswith("#2 → #3")
