@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from runs.evaluating import sandbox
+from runs.evaluating import bwrap, sandbox
 from runs.evaluating.sandbox import Limits, allowed_environment, kill_tree, run, spawn
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -242,9 +242,9 @@ def test_a_sandbox_that_cannot_be_set_up_raises(folder: Path, tmp_path: Path) ->
 def test_without_bwrap_it_refuses_in_one_line(
     folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
-    monkeypatch.setattr(sandbox.os, "access", lambda path, mode: False)
-    for cached in (sandbox._bwrap, sandbox._bwrap_options, sandbox.sandbox_problem):
+    monkeypatch.setattr(bwrap.shutil, "which", lambda name: None)
+    monkeypatch.setattr(bwrap.os, "access", lambda path, mode: False)
+    for cached in (bwrap._bwrap, bwrap._bwrap_options, bwrap.sandbox_problem):
         cached.cache_clear()
     try:
         problem = sandbox.sandbox_problem()
@@ -254,7 +254,7 @@ def test_without_bwrap_it_refuses_in_one_line(
         assert str(info.value) == problem
     finally:
         monkeypatch.undo()
-        for cached in (sandbox._bwrap, sandbox._bwrap_options, sandbox.sandbox_problem):
+        for cached in (bwrap._bwrap, bwrap._bwrap_options, bwrap.sandbox_problem):
             cached.cache_clear()
 
 
@@ -273,7 +273,7 @@ def test_unsafe_runs_bare_but_keeps_the_limits(
 
 
 def test_the_command_line_is_a_sandbox(folder: Path) -> None:
-    if sandbox._bwrap() is None:
+    if bwrap._bwrap() is None:
         pytest.skip("bwrap is not installed")
     argv = sandbox.sandboxed_argv(["true"], folder=folder, env={"HOME": str(folder)})
     for option in ("--die-with-parent", "--unshare-pid", "--unshare-net", "--new-session"):
