@@ -312,6 +312,23 @@ def _forget_finished_iterations() -> None:
             _forget(pk)
 
 
+def clean_lost_scratch() -> None:
+    """Remove the scratch folders of this host's worker processes that are gone (a worker
+    killed mid-run leaves its task folders behind)."""
+    root = settings.EVALSITE_WORKSPACE_DIR / ".worker"
+    host = socket.gethostname()
+    for folder in root.glob(f"{host}-*") if root.is_dir() else []:
+        pid = folder.name.removeprefix(f"{host}-")
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except PermissionError:
+            pass  # alive, another user's
+
+
 @contextlib.contextmanager
 def heartbeat(beat: Callable[[], None]) -> Iterator[None]:
     """Call `beat` every EVALSITE_QUEUE_HEARTBEAT seconds from a thread while inside."""

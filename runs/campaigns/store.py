@@ -103,10 +103,13 @@ class RunStore:
             self.storage.delete(f"{key}/{relative}")
         folder = self.local_path(key)
         if folder is not None and folder.is_dir():
-            for path in sorted(folder.rglob("*"), reverse=True):
-                if path.is_dir():
-                    path.rmdir()
-            folder.rmdir()
+            shutil.rmtree(folder)
+            # …and the parents it leaves empty (`.queue/<skill>/`), up to the store itself.
+            root = Path(self.storage.path(""))
+            for parent in folder.parents:
+                if parent == root or not parent.is_relative_to(root) or any(parent.iterdir()):
+                    break
+                parent.rmdir()
 
     def iteration_numbers(self, skill: str) -> list[int]:
         """The numbers of the skill's `iteration-N` folders in the store."""

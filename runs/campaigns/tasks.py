@@ -7,6 +7,7 @@ finished run or an imported iteration is left alone, a run another worker is pla
 from __future__ import annotations
 
 from celery import shared_task
+from celery.signals import worker_ready
 
 from . import execute
 
@@ -36,3 +37,8 @@ def finalise_iteration(self, iteration_id: int) -> None:
 def backoff(retries: int) -> float:
     """Seconds before trying again after an unexpected failure: 1, 2, 4… up to a minute."""
     return float(min(60, 2**retries))
+
+
+@worker_ready.connect
+def clean_up_after_lost_workers(**kwargs: object) -> None:
+    execute.clean_lost_scratch()

@@ -56,7 +56,7 @@ def test_a_queued_campaign_is_played_finalised_and_imported_once(
     assert iteration.source_path == str(folder)
     assert (folder / "benchmark.json").is_file() and (folder / "conditions.json").is_file()
     assert (folder / "eval-write-notes" / "with_skill" / "run-2" / "conversation.json").is_file()
-    assert not (tmp_path / "store" / ".queue" / "demo" / "iteration-1").exists()
+    assert not (tmp_path / "store" / ".queue").exists()
     run = Run.objects.filter(condition__name="with_skill").first()
     assert run.conversation and run.artifacts  # what the run page shows, from the store
 
@@ -256,3 +256,19 @@ def test_on_an_object_store_the_iteration_is_put_together_locally_and_stored_who
     iteration = Iteration.objects.get()
     assert iteration.source_path == str(workspace / "demo" / "iteration-1")
     assert iteration.runs.count() == 4
+
+
+def test_a_worker_cleans_up_after_this_hosts_lost_workers(workspace: Path) -> None:
+    import os
+    import socket
+
+    host = socket.gethostname()
+    lost = workspace / ".worker" / f"{host}-{2**22 + 1}" / "7" / "runs"  # beyond pid_max
+    alive = workspace / ".worker" / f"{host}-{os.getpid()}" / "7"
+    elsewhere = workspace / ".worker" / f"other-host-{2**22 + 1}"
+    for folder in (lost, alive, elsewhere):
+        folder.mkdir(parents=True)
+
+    execute.clean_lost_scratch()
+
+    assert not lost.parent.parent.exists() and alive.is_dir() and elsewhere.is_dir()
