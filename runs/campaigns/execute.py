@@ -295,9 +295,12 @@ def _runner(iteration: QueuedIteration, options: CampaignOptions) -> Runner:
 
 
 def _forget(pk: int) -> None:
+    """Drop the iteration's runner, and its scratch folder unless --keep-env asked to keep
+    the task folders (then they stay here, under `.worker/`)."""
     with _runners_lock:
-        _runners.pop(pk, None)
-    shutil.rmtree(_scratch(pk), ignore_errors=True)
+        runner = _runners.pop(pk, None)
+    if runner is None or not runner.settings.keep_env:
+        shutil.rmtree(_scratch(pk), ignore_errors=True)
 
 
 def _forget_finished_iterations() -> None:
