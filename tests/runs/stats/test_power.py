@@ -112,3 +112,16 @@ def test_the_monte_carlo_p_of_terms_with_no_common_fraction_agrees_with_every_fl
     p = sign_flip_p_value(differences)
     standard_error = math.sqrt(exact * (1 - exact) / 20_000)
     assert abs(p - exact) < 4 * standard_error + 1e-4
+
+
+def test_a_clear_effect_over_hundreds_of_evals_gets_the_monte_carlo_answer_without_drawing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import random
+
+    from runs.stats import intervals
+
+    rng = random.Random(1)
+    differences = [math.sqrt(2) * rng.uniform(0.05, 0.5) for _ in range(300)]
+    monkeypatch.setattr(intervals, "_signed_sums_by_byte", lambda terms: pytest.fail("drew"))
+    assert sign_flip_p_value(differences) == 1 / (1 + intervals.MONTE_CARLO_DRAWS)
