@@ -8,16 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import stats
-from .analysis import (
-    EvalCell,
-    IterationSummary,
-    assertion_outcomes,
-    assertion_tallies,
-    passing_runs,
-    run_samples,
-    summarise_iterations,
-)
+from .analysis import EvalCell, IterationSummary, summarise_iterations
 from .models import EvalCase, Iteration
+from .outcomes import assertion_outcomes, assertion_tallies, passing_runs, run_samples
 
 #: Filters of the iteration page, in the order the form shows them.
 FILTERS = ("failures", "flaky", "changed")

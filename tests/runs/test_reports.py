@@ -8,9 +8,9 @@ import pytest
 
 from grading.models import AssertionResult
 from runs import stats
-from runs.analysis import assertion_outcomes, assertion_tallies
 from runs.importing import import_workspace
 from runs.models import Iteration
+from runs.outcomes import assertion_outcomes, assertion_tallies
 
 pytestmark = pytest.mark.django_db
 
