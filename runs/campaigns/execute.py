@@ -22,7 +22,7 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -40,7 +40,7 @@ from runs.models import Iteration
 from .models import QueuedIteration, QueuedRun
 from .options import CampaignOptions
 from .store import RunStore, unpack_skill
-from .workflow import _outcome, anthropic_client
+from .workflow import anthropic_client
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def worker_name() -> str:
     return f"{socket.gethostname()} pid {os.getpid()}"
 
 
-def _silent_since() -> timezone.datetime:
+def _silent_since() -> datetime:
     """Heartbeats older than this are from a worker presumed lost."""
     return timezone.now() - timedelta(seconds=3 * settings.EVALSITE_QUEUE_HEARTBEAT)
 
@@ -260,7 +260,7 @@ def _assemble_and_import(iteration: QueuedIteration) -> dict:
     if downloaded:
         store.put_folder(folder, iteration.store_key)
     import_workspace([folder])
-    result = IterationRun(iteration.skill_name, folder, [_outcome(run) for run in runs])
+    result = IterationRun(iteration.skill_name, folder, [run.outcome() for run in runs])
     return iteration_report(result)
 
 

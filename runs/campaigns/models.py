@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from runs.evaluating.plan import RunPlan
+from runs.evaluating.runner import RunOutcome
 
 
 class Campaign(models.Model):
@@ -179,6 +180,18 @@ class QueuedRun(models.Model):
 
     def plan_run(self) -> RunPlan:
         return RunPlan(self.eval_id, self.condition, self.run_index, self.multi)
+
+    def outcome(self) -> RunOutcome:
+        """The recorded run as the runner reports it (progress lines, the summary's counts)."""
+        return RunOutcome(
+            self.plan_run(),
+            passed=self.passed,
+            total=self.total,
+            errored=(self.error or "errored") if self.state == self.State.ERRORED else None,
+            tokens=self.tokens,
+            calls=self.calls,
+            seconds=self.seconds,
+        )
 
     @property
     def attempt_key(self) -> str:

@@ -241,7 +241,7 @@ def wait(
         for run in runs.filter(state__in=QueuedRun.FINISHED).exclude(pk__in=reported):
             reported.add(run.pk)
             if progress is not None:
-                progress(_outcome(run), len(reported), total)
+                progress(run.outcome(), len(reported), total)
         if finished:
             break
         if campaign.stale:
@@ -257,18 +257,6 @@ def wait(
             raise CampaignError(f"{iteration}: {iteration.state}: {iteration.error}")
         result.reports.append(iteration.report)
     return result
-
-
-def _outcome(run: QueuedRun) -> RunOutcome:
-    return RunOutcome(
-        run.plan_run(),
-        passed=run.passed,
-        total=run.total,
-        errored=(run.error or "errored") if run.state == QueuedRun.State.ERRORED else None,
-        tokens=run.tokens,
-        calls=run.calls,
-        seconds=run.seconds,
-    )
 
 
 def _one_line(exc: BaseException) -> str:
