@@ -3,6 +3,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+#: Property tests check values, not speed: on a busy machine a first example (paying its
+#: imports) can take longer than Hypothesis's default 200 ms deadline, a failure that says
+#: nothing about the code. Performance is measured in bench/.
+settings.register_profile("evalsite", deadline=None)
+settings.load_profile("evalsite")
 
 #: The fake Anthropic Messages API's fixtures (fake_api, fake_api_env) for every test.
 pytest_plugins = ["tests.fakeapi"]
