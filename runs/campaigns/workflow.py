@@ -220,12 +220,27 @@ def _send(campaign: Campaign, queued: list[QueuedIteration]) -> None:
             for pk in pending:
                 tasks.play_run.apply_async((pk,), retry=False)
     except Exception as exc:  # kombu raises its transports' own errors
-        QueuedIteration.objects.filter(pk__in=[q.pk for q in queued]).update(
-            state=QueuedIteration.State.FAILED, error=f"could not queue its runs: {exc}"
-        )
+        _withdraw(campaign, queued, reason=f"could not queue its runs: {_one_line(exc)}")
         raise CampaignError(
-            f"cannot send runs to the broker at CELERY_BROKER_URL: {_one_line(exc)}"
+            f"cannot send runs to the broker at CELERY_BROKER_URL ({_one_line(exc)}): "
+            "nothing was queued"
         ) from None
+
+
+def _withdraw(campaign: Campaign, queued: list[QueuedIteration], *, reason: str) -> None:
+    """Undo a campaign the broker refused: a new iteration goes (rows and store files), one
+    taken over by --resume keeps what its runs recorded and is marked failed (resumable)."""
+    store = RunStore()
+    for iteration in queued:
+        if iteration.runs.filter(attempts__gt=0).exists():
+            iteration.state, iteration.error = QueuedIteration.State.FAILED, reason
+            iteration.save(update_fields=["state", "error"])
+            continue
+        store.delete_folder(iteration.store_key)
+        store.delete_folder(iteration.internals_key)
+        iteration.delete()
+    if not campaign.iterations.exists():
+        campaign.delete()
 
 
 def wait(

@@ -272,3 +272,28 @@ def test_a_worker_cleans_up_after_this_hosts_lost_workers(workspace: Path) -> No
     execute.clean_lost_scratch()
 
     assert not lost.parent.parent.exists() and alive.is_dir() and elsewhere.is_dir()
+
+
+def test_a_broker_that_refuses_the_runs_leaves_nothing_queued(
+    tmp_path: Path, workspace: Path, celery_held: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kombu.exceptions import OperationalError as BrokerError
+
+    from runs.campaigns import tasks
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise BrokerError("Error 111 connecting to 127.0.0.1:1. Connection refused.")
+
+    monkeypatch.setattr(tasks.play_run, "apply_async", refuse)
+
+    with pytest.raises(CommandError) as info:
+        runevals("--queue", str(make_skill(tmp_path)))
+
+    assert info.value.returncode == 2
+    assert str(info.value) == (
+        "cannot send runs to the broker at CELERY_BROKER_URL (Error 111 connecting to "
+        "127.0.0.1:1. Connection refused.): nothing was queued"
+    )
+    assert not Campaign.objects.exists() and not QueuedRun.objects.exists()
+    assert not (tmp_path / "store" / "demo").exists()
+    assert not (tmp_path / "store" / ".queue").exists()
