@@ -7,7 +7,8 @@ finished run or an imported iteration is left alone, a run another worker is pla
 from __future__ import annotations
 
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_init, worker_ready
+from django.conf import settings
 
 from . import execute
 
@@ -42,3 +43,13 @@ def backoff(retries: int) -> float:
 @worker_ready.connect
 def clean_up_after_lost_workers(**kwargs: object) -> None:
     execute.clean_lost_scratch()
+
+
+@worker_init.connect
+def refuse_to_start_without_a_broker(**kwargs: object) -> None:
+    """Without CELERY_BROKER_URL Celery would try a RabbitMQ on localhost, forever."""
+    if not settings.CELERY_BROKER_URL:
+        raise SystemExit(
+            "CELERY_BROKER_URL is not set: the worker reads runevals --queue's runs from "
+            "Redis (e.g. CELERY_BROKER_URL=redis://127.0.0.1:6379/1 in .env)"
+        )

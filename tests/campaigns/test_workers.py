@@ -307,3 +307,17 @@ def test_a_worker_killed_mid_run_leaves_the_run_to_another_recorded_once(
     assert len(rows) == 8 and len({row[:3] for row in rows}) == 8
     # The lost attempt left nothing behind in the store: only the iteration folder.
     assert not (site.store / ".queue" / "killed-worker" / "iteration-1").exists()
+
+
+def test_a_worker_without_a_broker_says_so_and_stops(tmp_path: Path) -> None:
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "EVALSITE_ENV_FILE": ""}
+    done = subprocess.run(
+        [sys.executable, "-m", "celery", "-A", "evalsite", "worker", "--pool=threads"],
+        env={**env, "SECRET_KEY": "queue-tests"},
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "CELERY_BROKER_URL is not set: the worker reads runevals --queue's runs" in done.stderr
