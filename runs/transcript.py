@@ -24,7 +24,6 @@ from django.views.decorators.http import require_GET
 
 from .markup import markdown_block, markdown_blocks
 from .models import Generation, Run
-from .names import findable
 
 #: A tool result longer than this shows its head and its size; the rest loads on request.
 RESULT_HEAD_CHARS = 2_000
@@ -252,24 +251,9 @@ def transcript_context(run: Run) -> dict[str, Any]:
 
 def find_run(skill: str, number: int, eval_id: str, condition: str, run: int) -> Run:
     """The run the URL names, without its transcript (loaded when a cached region misses)."""
-    if not (findable(skill) and findable(eval_id) and findable(condition)):
-        raise Http404("No such run.")
-    try:
-        return (
-            Run.objects.select_related("condition", "iteration__skill")
-            .defer("conversation", "tool_invocations", "artifacts", "final_message", "prompt")
-            .get(
-                iteration__skill__name=skill,
-                iteration__number=number,
-                eval_id=eval_id,
-                condition__name=condition,
-                run_index=run,
-            )
-        )
-    except Run.DoesNotExist:
-        raise Http404(
-            f"Iteration #{number} of {skill} has no run {run} of “{eval_id}” under {condition}."
-        ) from None
+    return Run.objects.defer("conversation", "tool_invocations").get_by_address_or_404(
+        skill, number, eval_id, condition, run
+    )
 
 
 @require_GET
