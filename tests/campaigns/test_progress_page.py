@@ -90,3 +90,20 @@ def test_the_skill_page_links_to_its_running_campaign(client: Client, campaign: 
 
     assert f'<a href="{campaign.get_absolute_url()}">See campaign #{campaign.pk}</a>' in page
     assert "3 of 5 runs finished" in page
+
+
+def test_staff_read_a_campaign_in_the_admin_and_may_only_delete_it(campaign: Campaign) -> None:
+    from django.contrib.auth import get_user_model
+
+    staff = get_user_model().objects.create_superuser("ops", password="x")
+    admin = Client()
+    admin.force_login(staff)
+
+    listing = admin.get("/admin/campaigns/campaign/").content.decode()
+    page = admin.get(f"/admin/campaigns/campaign/{campaign.pk}/change/").content.decode()
+
+    assert "runevals pid 7 on ci" in listing and "demo (running)" in listing
+    assert "iteration-3" in page and 'name="_save"' not in page
+    assert admin.get("/admin/campaigns/campaign/add/").status_code == 403
+    admin.post(f"/admin/campaigns/campaign/{campaign.pk}/delete/", {"post": "yes"})
+    assert not QueuedIteration.objects.exists()  # the skill's lock is released
