@@ -254,7 +254,7 @@ def _assemble_and_import(iteration: QueuedIteration) -> dict:
         if downloaded:
             shutil.rmtree(folder / relpath, ignore_errors=True)
             store.get_folder(run.attempt_key, folder / relpath)
-        elif store.exists(run.attempt_key):  # (else moved by a finaliser that was lost)
+        elif store.has_folder(run.attempt_key):  # (else moved by a finaliser that was lost)
             store.move_folder(run.attempt_key, f"{iteration.store_key}/{relpath}")
     runner.finish(folder)
     if downloaded:

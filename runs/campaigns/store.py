@@ -47,16 +47,21 @@ class RunStore:
         with self.storage.open(key, "rb") as handle:
             return handle.read()
 
+    def listdir(self, key: str) -> tuple[list[str], list[str]]:
+        """(folders, files) in the folder `key`; nothing for a missing one. (An object store
+        has no folders to test with exists(): a prefix with nothing under it lists empty.)"""
+        try:
+            return self.storage.listdir(key)
+        except (FileNotFoundError, NotADirectoryError):
+            return [], []
+
     def files(self, key: str) -> list[str]:
         """Every file under the folder `key`, as paths relative to it."""
         found: list[str] = []
         pending = [PurePosixPath()]
         while pending:
             relative = pending.pop()
-            where = str(PurePosixPath(key) / relative)
-            if not self.storage.exists(where):
-                continue
-            folders, names = self.storage.listdir(where)
+            folders, names = self.listdir(str(PurePosixPath(key) / relative))
             found.extend(str(relative / name) for name in names)
             pending.extend(relative / name for name in folders)
         return sorted(found)
@@ -95,8 +100,10 @@ class RunStore:
             self.write(f"{destination}/{relative}", self.read(f"{key}/{relative}"))
         self.delete_folder(key)
 
-    def exists(self, key: str) -> bool:
-        return self.storage.exists(key)
+    def has_folder(self, key: str) -> bool:
+        if (folder := self.local_path(key)) is not None:
+            return folder.is_dir()
+        return any(self.listdir(key))
 
     def delete_folder(self, key: str) -> None:
         for relative in self.files(key):
@@ -113,9 +120,7 @@ class RunStore:
 
     def iteration_numbers(self, skill: str) -> list[int]:
         """The numbers of the skill's `iteration-N` folders in the store."""
-        if not self.storage.exists(skill):
-            return []
-        folders, _ = self.storage.listdir(skill)
+        folders, _ = self.listdir(skill)
         return sorted(int(m.group(1)) for name in folders if (m := ITERATION_DIR.match(name)))
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.files.storage import InMemoryStorage
 from django.core.management import CommandError, call_command
 from django.db import OperationalError, connection
 from django.utils import timezone
@@ -238,13 +239,29 @@ def test_a_silent_workers_run_is_taken_over_and_its_late_result_not_recorded(
     assert store.files(run.attempt_key)  # the recorded attempt's files are kept
 
 
+class ObjectStore(InMemoryStorage):
+    """Storage as S3 behaves: no local paths (the finaliser downloads), no folders (exists()
+    is false for a prefix; listing a missing one is empty)."""
+
+    def exists(self, name: str) -> bool:
+        return super().exists(name) and not self.listdir_or_none(name)
+
+    def listdir_or_none(self, name: str) -> tuple | None:
+        try:
+            return super().listdir(name)
+        except (FileNotFoundError, FileExistsError):  # (InMemoryStorage's "not a folder")
+            return None
+
+    def listdir(self, path: str) -> tuple[list[str], list[str]]:
+        return self.listdir_or_none(path) or ([], [])
+
+
 def test_on_an_object_store_the_iteration_is_put_together_locally_and_stored_whole(
     tmp_path: Path, workspace: Path, api: FakeAnthropic, celery_here: None, settings
 ) -> None:
-    # InMemoryStorage has no local paths, as S3 has none: the finaliser downloads.
     settings.STORAGES = {
         **settings.STORAGES,
-        "runs": {"BACKEND": "django.core.files.storage.InMemoryStorage"},
+        "runs": {"BACKEND": "tests.campaigns.test_workflow.ObjectStore"},
     }
     from django.core.files.storage import storages
 
