@@ -15,19 +15,20 @@ from typing import Any
 import orjson
 from django.contrib.postgres.search import SearchVector
 from django.db import connection, transaction
-from django.db.models import F, Func, QuerySet, TextField, Value
+from django.db.models import Case, F, Func, QuerySet, TextField, Value, When
 from django.db.models.functions import Cast
 
 from runs.models import AssertionResult, Iteration, Review, Run, RunStatus
 
 from .models import Outcome, SearchDocument
 
-#: What of a tool call is indexed: its name and the heads of its arguments and result.
-#: Tool output (files read, test logs) is most of a real transcript's bytes and little of
-#: what people search for; indexing 2,000 characters of each made an import 1.7x slower
-#: (PostgreSQL parses text at ~10 MB/s). The messages are indexed whole; a conversation's
+#: What of a tool call is indexed: its name and the first 200 characters of its arguments
+#: and of its result (the command or path, the start of the output). Tool output is most of
+#: a transcript's bytes and little of what people search for, and indexing it costs every
+#: import: over the import bench's 18,000 runs, 500 characters added 40 % to an import's
+#: CPU and 200 add 20 % (bench/README.md). Messages are indexed whole; a conversation's
 #: text stops at MAX_CONVERSATION_CHARS.
-TOOL_TEXT_CHARS = 500
+TOOL_TEXT_CHARS = 200
 MAX_CONVERSATION_CHARS = 300_000
 _BATCH = 500
 
@@ -70,10 +71,13 @@ def _documents(runs: QuerySet[Run]) -> list[SearchDocument]:
         "prompt",
         "eval_case__prompt",
         "final_message",
-        # As stored, decoded here by orjson: Django's JSONField decoding (json) was a third
-        # of indexing time.
-        Cast("conversation", TextField()),
-        Cast("tool_invocations", TextField()),
+        # One transcript as stored, decoded here by orjson (Django's JSONField decoding was a
+        # third of indexing time): run.json's tool_invocations repeat the conversation's
+        # tool calls, so they are read only for a run without conversation.json.
+        Case(
+            When(conversation_events=0, then=Cast("tool_invocations", TextField())),
+            default=Cast("conversation", TextField()),
+        ),
     )
     evidence: dict[int, list[str]] = defaultdict(list)
     for run_id, text in (
@@ -101,7 +105,7 @@ def _documents(runs: QuerySet[Run]) -> list[SearchDocument]:
             final_message=final_message,
             evidence="\n".join(evidence[run_id]),
             notes="\n".join(notes[run_id]),
-            conversation=conversation_text(orjson.loads(conversation), orjson.loads(calls)),
+            conversation=conversation_text(orjson.loads(transcript), []),
         )
         for (
             run_id,
@@ -113,8 +117,7 @@ def _documents(runs: QuerySet[Run]) -> list[SearchDocument]:
             prompt,
             case_prompt,
             final_message,
-            conversation,
-            calls,
+            transcript,
         ) in rows.iterator(chunk_size=_BATCH)
     ]
 

@@ -286,3 +286,16 @@ def test_searchindex_rebuilds_an_index_that_lost_its_documents(sample: None) -> 
 
     assert out.getvalue().strip() == f"search index rebuilt: {Run.objects.count()} runs"
     assert found("timezone") and SearchDocument.objects.count() == Run.objects.count()
+
+
+@pytest.mark.django_db
+def test_a_run_without_conversation_json_is_searched_by_its_tool_calls(tmp_path: Path) -> None:
+    folder = eval_magic_iteration(tmp_path)
+    (folder / "eval-alpha" / "with_skill" / "conversation.json").unlink()
+    import_workspace([tmp_path])
+
+    # run.json's tool_invocations: Read {"file_path": "README.md"}, ordinal 1.
+    hits = search(parse_query('"README md"'), Filters()).hits
+
+    with_skill = [h for h in hits if h.run.condition.name == "with_skill"]
+    assert len(with_skill) == 1 and with_skill[0].url.endswith("#event-1")
