@@ -34,7 +34,7 @@ def floor(plan: Any, *, url: str, concurrency: int) -> Floor:
     """Play every run of `plan` with the bare CLI at `concurrency`, against the API at `url`."""
     import anthropic
 
-    from runs.evaluating.claude_code.cli import ENVIRONMENT, cli_arguments, cli_path
+    from grading.evaluating.claude_code.cli import ENVIRONMENT, cli_arguments, cli_path
 
     binary = cli_path()
     if binary is None:

@@ -125,10 +125,10 @@ def measure(skill: Path, *, delay: float, concurrency: int, harness: str) -> Mea
     from django.conf import settings
 
     from bench.floor_claude_code import floor
-    from runs.evaluating.claude_code import ClaudeCodeHarness
-    from runs.evaluating.harness import MessagesHarness
-    from runs.evaluating.plan import make_plan
-    from runs.evaluating.runner import Runner, Settings
+    from grading.evaluating.claude_code import ClaudeCodeHarness
+    from grading.evaluating.harness import MessagesHarness
+    from grading.evaluating.plan import make_plan
+    from grading.evaluating.runner import Runner, Settings
 
     context = multiprocessing.get_context("spawn")
     ours, theirs = context.Pipe()
@@ -312,9 +312,9 @@ def _start_worker(work: Path, name: str, concurrency: int) -> subprocess.Popen:
 
 def _queued_makespan(skill: Path) -> float:
     """Seconds from `runevals --queue` to its iteration imported."""
-    from runs.campaigns.models import QueuedIteration
-    from runs.campaigns.options import CampaignOptions
-    from runs.campaigns.workflow import enqueue, plan_skills
+    from grading.campaigns.models import QueuedIteration
+    from grading.campaigns.options import CampaignOptions
+    from grading.campaigns.workflow import enqueue, plan_skills
 
     plans = plan_skills([skill], agent_model="claude-sonnet-5-5", judge_model="claude-sonnet-5-5")
     started = time.perf_counter()

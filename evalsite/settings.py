@@ -142,7 +142,7 @@ INSTALLED_APPS = [
     "template_partials",
     "runs",
     "runs.search",  # app label "search": full-text search over the runs
-    "runs.campaigns",
+    "grading.campaigns",
     "grading",
     "accounts",
 ]

@@ -21,7 +21,7 @@ urlpatterns = [
     # or by EVALSITE_PUBLIC_READ.
     path("imports/", import_page, name="import"),
     # A queued campaign's progress: login required (no share link or public read opens it).
-    path("campaigns/", include("runs.campaigns.urls")),
+    path("campaigns/", include("grading.campaigns.urls")),
     path("", include("grading.urls")),
     path("", include("runs.search.urls")),
     path("", include("runs.urls")),

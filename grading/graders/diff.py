@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runs.evaluating import sandbox
+from grading.evaluating import sandbox
 
 from .verdict import Verdict
 

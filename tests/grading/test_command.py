@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from grading.evaluating import sandbox
 from grading.graders import command
 from grading.graders.command import command_check, matrix_cells
-from runs.evaluating import sandbox
 
 from .conftest import validate, write
 

@@ -30,10 +30,10 @@ from django.db import DatabaseError, connection
 from django.db.models import F, Q
 from django.utils import timezone
 
-from runs.evaluating.plan import Plan, RunPlan
-from runs.evaluating.report import iteration_report
-from runs.evaluating.runner import IterationRun, Runner, RunOutcome, write_error
-from runs.evaluating.sandbox import unsandboxed
+from grading.evaluating.plan import Plan, RunPlan
+from grading.evaluating.report import iteration_report
+from grading.evaluating.runner import IterationRun, Runner, RunOutcome, write_error
+from grading.evaluating.sandbox import unsandboxed
 from runs.importing import ImportFailure, import_workspace
 from runs.models import Iteration
 

@@ -28,7 +28,7 @@ import pytest
 from django.conf import settings
 
 from tests.fakeapi import FakeAnthropic
-from tests.runs.test_runevals import good_agent, make_skill
+from tests.grading.test_runevals import good_agent, make_skill
 
 MANAGE = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
 #: Seconds for a worker's heartbeat and for the broker to deliver a lost worker's runs again.

@@ -22,10 +22,10 @@ import jsonschema
 import pytest
 from django.core.management import call_command
 
-from runs.evaluating import claude_code, sandbox
-from runs.evaluating.agent import AgentResult, AgentSettings
-from runs.evaluating.apiproxy import ApiProxy
-from runs.evaluating.claude_code import (
+from grading.evaluating import claude_code, sandbox
+from grading.evaluating.agent import AgentResult, AgentSettings
+from grading.evaluating.apiproxy import ApiProxy
+from grading.evaluating.claude_code import (
     ClaudeCodeError,
     ClaudeCodeHarness,
     artifacts,
@@ -33,10 +33,10 @@ from runs.evaluating.claude_code import (
     skill_shadow_warnings,
     stage_skill,
 )
-from runs.evaluating.harness import Dispatch
-from runs.evaluating.plan import baseline_skill, make_plan, read_skill
-from runs.evaluating.runner import Runner, Settings
-from runs.evaluating.taskdir import build_template
+from grading.evaluating.harness import Dispatch
+from grading.evaluating.plan import baseline_skill, make_plan, read_skill
+from grading.evaluating.runner import Runner, Settings
+from grading.evaluating.taskdir import build_template
 from runs.models import Iteration, Run
 from tests.factories import WRITE_NOTES_EVAL, write_json
 from tests.fakeapi import (

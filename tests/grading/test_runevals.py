@@ -13,12 +13,12 @@ import jsonschema
 import pytest
 from django.core.management import CommandError, call_command
 
+from grading.evaluating.agent import AgentResult
+from grading.evaluating.folders import SkillLock
+from grading.evaluating.harness import Dispatch, MessagesHarness
+from grading.evaluating.plan import make_plan
+from grading.evaluating.runner import Runner, Settings
 from grading.models import Grading
-from runs.evaluating.agent import AgentResult
-from runs.evaluating.folders import SkillLock
-from runs.evaluating.harness import Dispatch, MessagesHarness
-from runs.evaluating.plan import make_plan
-from runs.evaluating.runner import Runner, Settings
 from runs.models import Iteration, Run
 from runs.warnings import messages
 from tests.factories import WRITE_NOTES_EVAL, write_json

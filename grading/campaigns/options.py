@@ -7,10 +7,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from runs.evaluating import claude_code
-from runs.evaluating.harness import Harness, MessagesHarness
-from runs.evaluating.runner import Settings
-from runs.evaluating.sandbox import sandbox_problem
+from grading.evaluating import claude_code
+from grading.evaluating.harness import Harness, MessagesHarness
+from grading.evaluating.runner import Settings
+from grading.evaluating.sandbox import sandbox_problem
 
 COULD_NOT_RUN = 2
 REGRESSION = 1

@@ -21,10 +21,10 @@ import anthropic
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from runs.evaluating.folders import LockHeld
-from runs.evaluating.plan import Plan, PlanError, make_plan
-from runs.evaluating.report import iteration_report
-from runs.evaluating.runner import Runner, RunOutcome, Settings
+from grading.evaluating.folders import LockHeld
+from grading.evaluating.plan import Plan, PlanError, make_plan
+from grading.evaluating.report import iteration_report
+from grading.evaluating.runner import Runner, RunOutcome, Settings
 from runs.importing import ImportFailure
 
 from .models import Campaign, QueuedIteration, QueuedRun

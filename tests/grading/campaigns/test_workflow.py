@@ -20,12 +20,12 @@ from django.core.management import CommandError, call_command
 from django.db import OperationalError, connection
 from django.utils import timezone
 
-from runs.campaigns import execute
-from runs.campaigns.models import Campaign, QueuedIteration, QueuedRun
-from runs.campaigns.store import RunStore
+from grading.campaigns import execute
+from grading.campaigns.models import Campaign, QueuedIteration, QueuedRun
+from grading.campaigns.store import RunStore
 from runs.models import Iteration, Run
 from tests.fakeapi import FakeAnthropic
-from tests.runs.test_runevals import EVALS, make_skill
+from tests.grading.test_runevals import EVALS, make_skill
 
 pytestmark = pytest.mark.django_db
 
@@ -261,7 +261,7 @@ def test_on_an_object_store_the_iteration_is_put_together_locally_and_stored_who
 ) -> None:
     settings.STORAGES = {
         **settings.STORAGES,
-        "runs": {"BACKEND": "tests.campaigns.test_workflow.ObjectStore"},
+        "runs": {"BACKEND": "tests.grading.campaigns.test_workflow.ObjectStore"},
     }
     from django.core.files.storage import storages
 
@@ -296,7 +296,7 @@ def test_a_broker_that_refuses_the_runs_leaves_nothing_queued(
 ) -> None:
     from kombu.exceptions import OperationalError as BrokerError
 
-    from runs.campaigns import tasks
+    from grading.campaigns import tasks
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise BrokerError("Error 111 connecting to 127.0.0.1:1. Connection refused.")

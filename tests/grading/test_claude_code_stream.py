@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from runs.evaluating.agent import AgentResult
-from runs.evaluating.claude_code.stream import round_summary, transcribe
+from grading.evaluating.agent import AgentResult
+from grading.evaluating.claude_code.stream import round_summary, transcribe
 
 
 def assistant(*blocks: dict[str, Any], parent: str | None = None) -> dict[str, Any]:

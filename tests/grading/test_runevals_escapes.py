@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from runs.evaluating import sandbox, tools
-from runs.evaluating.plan import PlanError, check_folder_names
+from grading.evaluating import sandbox, tools
+from grading.evaluating.plan import PlanError, check_folder_names
 from runs.models import Run
 from tests.factories import write_json
 from tests.fakeapi import FakeAnthropic, RecordedRequest, reply, tool_use
@@ -83,7 +83,7 @@ def runevals(*args: str) -> tuple[str, str]:
 
 
 def _runevals_options() -> set[str]:
-    from runs.management.commands.runevals import Command
+    from grading.management.commands.runevals import Command
 
     return set(Command().create_parser("manage.py", "runevals")._option_string_actions)
 
@@ -283,7 +283,7 @@ def test_names_that_cannot_be_folders_are_refused(
 def test_without_a_sandbox_runevals_refuses_to_start_in_one_line(
     tmp_path: Path, workspace: Path, api: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from runs.campaigns import options
+    from grading.campaigns import options
 
     monkeypatch.setattr(options, "sandbox_problem", lambda: "bubblewrap (bwrap) is not installed")
     skill = make_skill(tmp_path, [{"id": 1, "prompt": "p", "expectations": ["a"]}])

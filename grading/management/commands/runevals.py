@@ -1,5 +1,5 @@
 """`manage.py runevals SKILL_DIR…`: run, grade, write and import an iteration per skill, here
-or (--queue) on Celery workers; the workflow is runs/campaigns/workflow.py.
+or (--queue) on Celery workers; the workflow is grading/campaigns/workflow.py.
 
 Exit status: 0 done; 1 a regression and --fail-on-regression; 2 could not run (no API key,
 bad evals.json, no sandbox here and no --unsafe-no-sandbox, the skill locked by another run…).
@@ -15,12 +15,12 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runs.campaigns.models import Campaign
-from runs.campaigns.options import CampaignError, CampaignOptions
-from runs.campaigns.workflow import enqueue, plan_skills, run_here, wait
-from runs.evaluating import claude_code
-from runs.evaluating.runner import RunOutcome, Settings
-from runs.evaluating.sandbox import sandbox_problem
+from grading.campaigns.models import Campaign
+from grading.campaigns.options import CampaignError, CampaignOptions
+from grading.campaigns.workflow import enqueue, plan_skills, run_here, wait
+from grading.evaluating import claude_code
+from grading.evaluating.runner import RunOutcome, Settings
+from grading.evaluating.sandbox import sandbox_problem
 from runs.management.progress import CommandProgress
 
 

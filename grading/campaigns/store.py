@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage, Storage, storages
 
-from runs.evaluating.folders import ITERATION_DIR
+from grading.evaluating.folders import ITERATION_DIR
 
 #: Left out of the skill folder a campaign ships to its workers: results and tooling, not skill.
 SNAPSHOT_SKIPS = {".git", "node_modules", "__pycache__", ".venv"}

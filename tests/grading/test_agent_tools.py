@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from grading.evaluating import sandbox, tools
+from grading.evaluating.tools import MAX_TOOL_OUTPUT, TaskFolder, Toolbox, tool_definitions
 from grading.graders.rustregex import compile_rust_bounded, compile_rust_regex
-from runs.evaluating import sandbox, tools
-from runs.evaluating.tools import MAX_TOOL_OUTPUT, TaskFolder, Toolbox, tool_definitions
 
 
 @pytest.fixture

@@ -4,6 +4,6 @@ from django.apps import AppConfig
 
 
 class CampaignsConfig(AppConfig):
-    name = "runs.campaigns"
+    name = "grading.campaigns"
     label = "campaigns"
     verbose_name = "Queued campaigns"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from evalsite.celery import app
-from runs.campaigns import execute
+from grading.campaigns import execute
 from tests.fakeapi import FakeAnthropic
-from tests.runs.test_runevals import good_agent
+from tests.grading.test_runevals import good_agent
 
 
 @pytest.fixture

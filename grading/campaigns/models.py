@@ -18,8 +18,8 @@ from django.db.models import Count, Max, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from runs.evaluating.plan import RunPlan
-from runs.evaluating.runner import RunOutcome
+from grading.evaluating.plan import RunPlan
+from grading.evaluating.runner import RunOutcome
 
 
 class Campaign(models.Model):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from runs.campaigns.models import Campaign, QueuedIteration, QueuedRun
+from grading.campaigns.models import Campaign, QueuedIteration, QueuedRun
 from tests.factories import eval_magic_iteration
 
 pytestmark = pytest.mark.django_db
