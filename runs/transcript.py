@@ -17,7 +17,6 @@ from typing import Any
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.template.defaultfilters import filesizeformat
-from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
@@ -225,16 +224,7 @@ def transcript_context(run: Run) -> dict[str, Any]:
     """What `runs/_transcript.html` needs; the events are shaped only on a cache miss."""
 
     def load() -> list[Event]:
-        base_url = reverse(
-            "runs:conversation",
-            args=[
-                run.iteration.skill.name,
-                run.iteration.number,
-                run.eval_id,
-                run.condition.name,
-                run.run_index,
-            ],
-        )
+        base_url = run.get_absolute_url() + "conversation/"  # runs/urls.py: run + "conversation/"
         if "conversation" in run.get_deferred_fields():
             conversation, calls = Run.objects.values_list("conversation", "tool_invocations").get(
                 pk=run.pk
