@@ -27,6 +27,7 @@ from .detect import Source, detect, workspace_folder_name
 from .errors import ImportFailure
 from .records import EvalDefinition, ParsedIteration, SkillDefinitions
 from .report import ImportReport
+from .statistics import refresh_after_import
 from .tree import read_result_file, read_tree
 from .writer import Writer
 
@@ -129,6 +130,9 @@ def import_roots(
                 raise _Rollback
     except _Rollback:
         pass
+    else:
+        counts = report.counts.get("runs") or {}
+        refresh_after_import(counts.get("created", 0) + counts.get("updated", 0))
     return report
 
 
