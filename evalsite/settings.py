@@ -160,7 +160,10 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Only with DEBUG and EVALSITE_STYLED_404 (quickstart): the site's 404 page, not Django's.
+    "evalsite.errors.StyledNotFoundMiddleware",
 ]
+EVALSITE_STYLED_404 = env_bool("EVALSITE_STYLED_404", False)
 
 ROOT_URLCONF = "evalsite.urls"
 WSGI_APPLICATION = "evalsite.wsgi.application"
