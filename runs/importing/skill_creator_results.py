@@ -145,7 +145,10 @@ def rebuilt_definitions(
             dialect="skill-creator",
             name=str(metadata.get("eval_name") or eval_dir.split("/")[-1].removeprefix("eval-")),
             prompt=metadata.get("prompt") or "",
-            expected_output=like.expected_output if like and same_prompt else "",
+            # skill-creator copies no expected_output into eval_metadata.json, but a
+            # hand-written one may carry it; else evals.json's, for the same prompt.
+            expected_output=_text(metadata.get("expected_output"))
+            or (like.expected_output if like and same_prompt else ""),
             assertions=case_assertions(metadata),
             skill_should_trigger=like.skill_should_trigger if like else True,
         )
@@ -209,3 +212,7 @@ def _align_result_ids(runs: list[ParsedRun], definitions: dict[str, EvalDefiniti
 
 def _norm(text: str) -> str:
     return " ".join(text.split()).casefold()
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""

@@ -191,3 +191,15 @@ def test_an_expectation_without_passed_is_rejected(tmp_path: Path) -> None:
         "(schema skill-creator-grading.schema.json)"
     )
     assert Iteration.objects.count() == 0
+
+
+def test_an_expected_output_in_eval_metadata_is_shown(tmp_path: Path) -> None:
+    """skill-creator copies none there, but a hand-edited eval_metadata.json may carry it."""
+    folder = skill_creator_iteration(tmp_path)
+    metadata = folder / "eval-0-summarise" / "eval_metadata.json"
+    data = json.loads(metadata.read_text())
+    write_json(metadata, {**data, "expected_output": "A one-line total."})
+
+    import_workspace([folder.parent])
+
+    assert EvalCase.objects.get().expected_output == "A one-line total."
