@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from accounts.models import ApiToken, ShareLink
 from accounts.sharing import share_view
+from grading.campaigns.models import Campaign
 from grading.models import AssertionResult
 from runs.importing import import_workspace
 from runs.models import Run
@@ -48,6 +49,12 @@ RULES: dict[str, tuple[str, str]] = {
     "runs:eval": ("GET", "page"),
     "runs:run": ("GET", "page"),
     "runs:conversation": ("GET", "page"),
+    "runs:event_result": ("GET", "page"),
+    "runs:cell": ("GET", "page"),
+    "runs:diff": ("GET", "page"),
+    "search:site": ("GET", "page"),
+    "search:skill": ("GET", "page"),
+    "campaigns:campaign": ("GET", "page"),
     "grading:queue": ("GET", "reader"),
     "import": ("GET", "reader"),
     "grading:note": ("POST", "form"),
@@ -75,6 +82,8 @@ RULES: dict[str, tuple[str, str]] = {
     "api:list_runs": ("GET", "api-read"),
     "api:run_detail": ("GET", "api-read"),
     "api:compare_iterations": ("GET", "api-read"),
+    "api:search_everything": ("GET", "api-read"),
+    "api:search_skill": ("GET", "api-read"),
     "api:create_import": ("POST", "api-write"),
     "api:create_import_from_files": ("POST", "api-write"),
     "api:create_review": ("POST", "api-write"),
@@ -106,6 +115,7 @@ class World:
     token_secret: str
     link: ShareLink
     link_secret: str
+    campaign: Campaign
 
     def kwargs(self) -> dict[str, object]:
         return {
@@ -117,6 +127,11 @@ class World:
             "result": self.result.pk,
             "pk": self.token.pk,
             "token": self.link_secret,
+            "ordinal": next(
+                e["ordinal"]
+                for e in self.run.conversation or self.run.tool_invocations
+                if "result" in e
+            ),
         }
 
     def url(self, name: str) -> str:
@@ -131,6 +146,13 @@ class World:
             url += f"?a=1&b={self.run.iteration.number}"
         if name == "accounts:revoke_share":
             url = reverse(name, kwargs={"pk": self.link.pk})
+        if name == "campaigns:campaign":
+            url = reverse(name, kwargs={"pk": self.campaign.pk})
+        if name == "runs:diff":
+            run = f"{self.run.condition.name}/{self.run.run_index}"
+            url += f"?a={run}&b={run}"
+        if name.startswith("api:search"):
+            url += "?q=total"
         return url
 
 
@@ -150,7 +172,8 @@ def world(user) -> World:
     created = share_view(
         creator=user, address=reverse("runs:iteration", args=[SKILL, run.iteration.number])
     )
-    return World(run, result, token, token_secret, created.link, created.secret)
+    campaign = Campaign.objects.create(requested_by="runevals pid 1 on ci")
+    return World(run, result, token, token_secret, created.link, created.secret, campaign)
 
 
 def request(client: Client, method: str, url: str, **extra: object):
@@ -220,6 +243,9 @@ def test_a_share_link_opens_its_view_and_the_views_beneath_only(world: World) ->
         "runs:eval",
         "runs:run",
         "runs:conversation",
+        "runs:event_result",
+        "runs:cell",
+        "runs:diff",
     }
     for name, (method, kind) in RULES.items():
         if kind in {"login", "logout", "share-opener", "api-home"}:
