@@ -1,15 +1,19 @@
 """Grade one run: every assertion of its eval, in order, into a grading.json.
 
 The diff is measured first, before any `command_check` copies its setup files into the
-task folder or its command changes it, so `diff_scope` sees only what the agent did.
+task folder or its command changes it, so `diff_scope` sees only what the agent did. The
+graders that read only the transcript (`llm_judge`, `transcript_check`) decide while it is
+being measured: a judge waits seconds on the API, git's work hides behind that wait.
 Each assertion kind has one grader in `GRADERS`; a kind without one fails, saying so.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,18 +136,7 @@ def grade_run(
     command-checks/<id>.json and judge-responses/<id>.json. grading.json itself is the
     caller's to write. Raises JudgeUnavailable when a judge call fails after retries.
     """
-    measurement: DiffMeasurement | None = None
-    diff_problem = ""
     wants_diff = run_dir is not None or any(a.get("type") == "diff_scope" for a in assertions)
-    if task_dir is not None and wants_diff:
-        try:
-            measurement = measure_diff(task_dir, baseline=baseline)
-        except DiffError as exc:
-            diff_problem = str(exc)
-        if measurement is not None and run_dir is not None:
-            _write_json(run_dir / "diff-scope.json", measurement.record)
-            (run_dir / PATCH_NAME).write_text(measurement.patch, encoding="utf-8")
-
     ctx = RunContext(
         task_dir=task_dir,
         evals_dir=evals_dir,
@@ -151,10 +144,26 @@ def grade_run(
         client=client,
         judge_model=judge_model,
         command_timeout=command_timeout,
-        measurement=measurement,
-        diff_problem=diff_problem,
+        measurement=None,
+        diff_problem="",
     )
-    results = [grade_assertion(run, assertion, ctx).as_json() for assertion in assertions]
+    verdicts: dict[int, Verdict] = {}
+    with ThreadPoolExecutor(1, thread_name_prefix="measure-diff") as pool:
+        measuring = (
+            pool.submit(_measure, task_dir, baseline, run_dir)
+            if task_dir is not None and wants_diff
+            else None
+        )
+        for index, assertion in enumerate(assertions):
+            if assertion.get("type") in TRANSCRIPT_ONLY:
+                verdicts[index] = grade_assertion(run, assertion, ctx)
+        if measuring is not None:
+            measurement, problem = measuring.result()
+            ctx = dataclasses.replace(ctx, measurement=measurement, diff_problem=problem)
+    for index, assertion in enumerate(assertions):
+        if index not in verdicts:  # in order: each command_check after the diff
+            verdicts[index] = grade_assertion(run, assertion, ctx)
+    results = [verdicts[index].as_json() for index in range(len(assertions))]
     grading: dict[str, Any] = {"assertion_results": results, "summary": summarise(results)}
     if skill_name and skill_check_applies(
         skill_loaded=skill_loaded, skill_should_trigger=skill_should_trigger
@@ -163,6 +172,24 @@ def grade_run(
         grading["meta_results"] = [meta]
         grading["meta_summary"] = {**summarise([meta], rate=False), "skill_invoked": meta["passed"]}
     return grading
+
+
+#: Kinds whose graders read run.json only, never the task folder.
+TRANSCRIPT_ONLY = frozenset({"llm_judge", "transcript_check"})
+
+
+def _measure(
+    task_dir: Path, baseline: str | None, run_dir: Path | None
+) -> tuple[DiffMeasurement | None, str]:
+    """The task folder's diff (and its side files in run_dir), or why it has none."""
+    try:
+        measurement = measure_diff(task_dir, baseline=baseline)
+    except DiffError as exc:
+        return None, str(exc)
+    if run_dir is not None:
+        _write_json(run_dir / "diff-scope.json", measurement.record)
+        (run_dir / PATCH_NAME).write_text(measurement.patch, encoding="utf-8")
+    return measurement, ""
 
 
 def grade_assertion(

@@ -207,3 +207,52 @@ def test_every_assertion_kind_the_schema_names_has_a_grader() -> None:
     schema = json.loads((Path(__file__).parents[2] / "schemas" / "grading.schema.json").read_text())
     kinds = schema["properties"]["assertion_results"]["items"]["properties"]["grader"]["enum"]
     assert sorted(GRADERS) == sorted(kinds)
+
+
+def test_the_judge_decides_while_the_diff_is_measured_and_checks_follow_the_diff(
+    agent_task: Path, evals_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A judge waits seconds on the API; git's work on the task folder hides behind it."""
+    import threading
+
+    from grading.graders import grade
+
+    judged = threading.Event()
+    order: list[str] = []
+    measure = grade.measure_diff
+
+    def slow_measure(task_dir: Path, **kwargs: Any) -> Any:
+        # Only returns once the judge has decided: graded one after the other, it would not.
+        assert judged.wait(timeout=10), "the judge waited for the diff"
+        order.append("diff measured")
+        return measure(task_dir, **kwargs)
+
+    def judge(run: Any, assertion: Any, ctx: Any) -> Any:
+        judged.set()
+        order.append("judged")
+        return grade.Verdict(assertion["id"], True, "fine", grader="llm_judge")
+
+    command = GRADERS["command_check"]
+
+    def checked(run: Any, assertion: Any, ctx: Any) -> Any:
+        order.append("command checked")
+        return command(run, assertion, ctx)
+
+    monkeypatch.setattr(grade, "measure_diff", slow_measure)
+    monkeypatch.setitem(GRADERS, "llm_judge", judge)
+    monkeypatch.setitem(GRADERS, "command_check", checked)
+
+    grading = grade_run(
+        run=run_record(tool("Bash", {"command": "pytest -q"})),
+        assertions=ASSERTIONS,
+        task_dir=agent_task,
+        evals_dir=evals_dir,
+        client=FakeClient(),
+        judge_model="claude-judge",
+        run_dir=tmp_path / "run",
+    )
+
+    assert order == ["judged", "diff measured", "command checked"]
+    results = grading["assertion_results"]
+    assert [r["id"] for r in results] == ["ran-tests", "explains", "tests-pass", "small-diff"]
+    assert all(r["passed"] for r in results), results
