@@ -112,7 +112,8 @@ def test_hostile_markdown_runs_no_script_in_any_new_view(
             expect(page.locator("ol.search-hits mark").first).to_be_visible()
         else:
             expect(page.locator("main")).to_contain_text("unique-hostile-marker")
-        for toggle in page.locator("details.md-source > summary").all()[:3]:
+        toggles = page.locator("details.md-source > summary").all()
+        for toggle in [t for t in toggles if t.is_visible()][:3]:  # (some sit in closed sections)
             toggle.click()
         assert page.locator('main a[href^="javascript"], main img, main iframe').count() == 0
 
