@@ -28,6 +28,7 @@ agent, which has no CLI process to start, sandbox and relay.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import os
@@ -37,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -358,15 +360,52 @@ def main() -> int:
         "--queue", action="store_true", help="the campaign over Celery: 1 worker vs 2 workers"
     )
     parser.add_argument("--queue-runs", type=int, default=64, help="runs of the --queue campaign")
+    parser.add_argument(
+        "--database",
+        choices=["sqlite", "postgres"],
+        default="sqlite",
+        help="a fresh SQLite file, or a fresh database on the local PostgreSQL (as deployed "
+        "with workers: several processes writing)",
+    )
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="evalsite-runevals-bench-"))
-    os.environ.update(
-        DJANGO_SETTINGS_MODULE="evalsite.settings",
-        SECRET_KEY="bench",
-        DATABASE_URL=f"sqlite:///{work / 'bench.sqlite3'}",
-        EVALSITE_WORKSPACE_DIR=str(work / "workspace"),
-    )
+    with fresh_database(args.database, work) as url:
+        os.environ.update(
+            DJANGO_SETTINGS_MODULE="evalsite.settings",
+            SECRET_KEY="bench",
+            DATABASE_URL=url,
+            EVALSITE_WORKSPACE_DIR=str(work / "workspace"),
+        )
+        return bench(work, args)
+
+
+POSTGRES = "postgres://evalsite:evalsite@127.0.0.1:5432"
+
+
+@contextlib.contextmanager
+def fresh_database(kind: str, work: Path) -> Iterator[str]:
+    """A database for this bench only (dropped after it, even on error); its URL."""
+    if kind == "sqlite":
+        yield f"sqlite:///{work / 'bench.sqlite3'}"
+        return
+    import psycopg
+
+    name = f"evalsite_bench_runevals_{os.getpid()}"
+    with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"{POSTGRES}/{name}"
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def bench(work: Path, args: argparse.Namespace) -> int:
+    """The measurements, once the database is chosen."""
     import django
 
     django.setup()
