@@ -58,8 +58,24 @@ class IterationSummary:
     verdict: str
     evals: list[str] = field(default_factory=list)
     zero_assertion_evals: list[str] = field(default_factory=list)
-    #: (eval id, condition) → its runs, as the iteration page's matrix shows them.
-    cells: dict[tuple[str, str], EvalCell] = field(default_factory=dict)
+    #: The cell aggregate rows behind `cells` and the names of their conditions by id:
+    #: folded only when a page shows the matrix (the skill page's trend never does).
+    cell_rows: list[tuple[Any, ...]] = field(default_factory=list)
+    condition_names: dict[int, str] = field(default_factory=dict)
+
+    @functools.cached_property
+    def cells(self) -> dict[tuple[str, str], EvalCell]:
+        """(eval id, condition) → its runs, as the iteration page's matrix shows them."""
+        cells: dict[tuple[str, str], EvalCell] = {}
+        for row in self.cell_rows:
+            _, condition_id, eval_id, _, runs, graded, pass_sum, errored = row[:8]
+            # An eval whose runs name two definitions has a row for each: one cell.
+            cell = cells.setdefault((eval_id, self.condition_names[condition_id]), EvalCell())
+            cell.runs += runs
+            cell.graded += graded
+            cell.errored += errored
+            cell.pass_sum += float(pass_sum or 0)
+        return cells
 
     @property
     def token_delta(self) -> float | None:
@@ -277,20 +293,15 @@ def summarise_iterations(iterations: Sequence[Iteration]) -> dict[int, Iteration
     weights: dict[int, dict[str, float]] = defaultdict(dict)
     zero: dict[int, set[str]] = defaultdict(set)
     groups: dict[tuple[int, int], list[tuple[Any, ...]]] = defaultdict(list)
-    eval_cells: dict[int, dict[tuple[str, str], EvalCell]] = defaultdict(dict)
+    rows_of: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
     for row in fetched:
-        iteration_id, condition_id, eval_id, case_id, runs, graded, pass_sum, errored = row[:8]
+        iteration_id, condition_id, eval_id, case_id = row[:4]
         weights[iteration_id][eval_id] = case_weights[case_id]
         if row[8]:  # zero_assertions
             zero[iteration_id].add(eval_id)
         groups[iteration_id, condition_id].append(row)
-        # An eval whose runs name two definitions has a row for each: one cell.
-        key = (eval_id, conditions[condition_id][0])
-        cell = eval_cells[iteration_id].setdefault(key, EvalCell())
-        cell.runs += runs
-        cell.graded += graded
-        cell.errored += errored
-        cell.pass_sum += float(pass_sum or 0)
+        rows_of[iteration_id].append(row)
+    names = {pk: condition[0] for pk, condition in conditions.items()}
     cells: dict[int, list[_Cell]] = defaultdict(list)
     for (iteration_id, condition_id), rows in groups.items():
         cells[iteration_id].append(_Cell.from_rows(conditions[condition_id], rows, triggers))
@@ -300,7 +311,8 @@ def summarise_iterations(iterations: Sequence[Iteration]) -> dict[int, Iteration
             sorted(cells[pk], key=lambda c: (c.position, c.name)),
             weights[pk],
             zero[pk],
-            eval_cells[pk],
+            rows_of[pk],
+            names,
         )
         for pk, iteration in by_id.items()
     }
@@ -311,7 +323,8 @@ def _summary(
     cells: list[_Cell],
     weights: dict[str, float],
     zero: set[str],
-    eval_cells: dict[tuple[str, str], EvalCell],
+    cell_rows: list[tuple[Any, ...]],
+    condition_names: dict[int, str],
 ) -> IterationSummary:
     conditions = [_condition(cell, weights) for cell in cells]
     treatment, control = _pick(conditions, Role.TREATMENT), _pick(conditions, Role.CONTROL)
@@ -339,7 +352,8 @@ def _summary(
         verdict=verdict,
         evals=sorted(weights),
         zero_assertion_evals=sorted(zero),
-        cells=eval_cells,
+        cell_rows=cell_rows,
+        condition_names=condition_names,
     )
 
 
