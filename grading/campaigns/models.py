@@ -11,6 +11,7 @@ worker (a conditional update), once its last run is in.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
@@ -19,7 +20,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from grading.evaluating.plan import RunPlan
-from grading.evaluating.runner import RunOutcome
+
+if TYPE_CHECKING:
+    from grading.evaluating.runner import RunOutcome
 
 
 class Campaign(models.Model):
@@ -183,6 +186,10 @@ class QueuedRun(models.Model):
 
     def outcome(self) -> RunOutcome:
         """The recorded run as the runner reports it (progress lines, the summary's counts)."""
+        # Imported here: the runner loads the Anthropic SDK (1.7 s, ~50 MB), which every
+        # process that loads the models (the site, importworkspace) would otherwise pay.
+        from grading.evaluating.runner import RunOutcome
+
         return RunOutcome(
             self.plan_run(),
             passed=self.passed,
