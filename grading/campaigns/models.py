@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from grading.evaluating.plan import RunPlan
+from runs.models.fields import JSONField
 
 if TYPE_CHECKING:
     from grading.evaluating.runner import RunOutcome
@@ -32,7 +33,7 @@ class Campaign(models.Model):
     #: Who queued it: `runevals pid 123 on host`, shown where the lock is refused.
     requested_by = models.CharField(max_length=300)
     #: How every run is played: harness, sandbox, responder model, concurrency, keep_env.
-    options = models.JSONField(default=dict)
+    options = JSONField(default=dict)
 
     class Meta:
         ordering = ["-created_at"]
@@ -95,7 +96,7 @@ class QueuedIteration(models.Model):
     label = models.CharField(max_length=200)  # iteration-N
     state = models.CharField(max_length=16, choices=State.choices, default=State.RUNNING)
     #: Plan.to_data(): every eval, condition and run, the models, the skill versions.
-    plan = models.JSONField()
+    plan = JSONField()
     #: Who is finalising it, and since when (taken over when that worker goes silent).
     finaliser = models.CharField(max_length=300, blank=True)
     finalising_at = models.DateTimeField(null=True, blank=True)
@@ -103,7 +104,7 @@ class QueuedIteration(models.Model):
     iteration = models.ForeignKey(
         "runs.Iteration", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    report = models.JSONField(null=True, blank=True)
+    report = JSONField(null=True, blank=True)
     #: Why it failed (an import failure, a finaliser error), one line.
     error = models.TextField(blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

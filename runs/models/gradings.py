@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
+from .fields import JSONField
 from .runs import Run
 
 #: Below this judge confidence a result needs a human to look at it.
@@ -44,13 +45,13 @@ class Grading(models.Model):
     skill_invoked = models.BooleanField(null=True, blank=True)
     has_meta_summary = models.BooleanField(default=False)
     #: skill-creator extras kept verbatim: execution_metrics, timing, claims, user notes, …
-    extra = models.JSONField(default=dict)
+    extra = JSONField(default=dict)
     #: The summary as graded, kept when a reviewer's override first changes the figures above
     #: (which the statistics read): {passed, failed, total, pass_rate}. None when never changed.
-    original_summary = models.JSONField(null=True, blank=True)
+    original_summary = JSONField(null=True, blank=True)
     #: How evalsite last regraded this run (grading.regrading): {at, by, judge_models,
     #: assertion, regraded, kept, not_graded}. None while the grading is as imported.
-    regraded = models.JSONField(null=True, blank=True)
+    regraded = JSONField(null=True, blank=True)
 
     class Meta:
         db_table = "grading_grading"
@@ -139,11 +140,11 @@ class GradingHistory(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="grading_history")
     replaced_at = models.DateTimeField()
     #: What replaced it: {"by": "regrade", "judge_models": [...], "assertion": id or None}.
-    replaced_by = models.JSONField(default=dict)
+    replaced_by = JSONField(default=dict)
     format = models.CharField(max_length=32, choices=Grading.Format.choices)
     pass_rate = models.FloatField()
     #: The Grading row's fields and `results`, its AssertionResult rows, as they were.
-    snapshot = models.JSONField()
+    snapshot = JSONField()
 
     class Meta:
         db_table = "grading_gradinghistory"

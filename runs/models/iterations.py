@@ -10,6 +10,7 @@ from django.utils import timezone
 from ..names import NameValidator
 from ..warnings import ValidityWarning, without
 from .choices import ROLE_CHOICES, Mode, SourceKind
+from .fields import JSONField
 from .skills import EvalCase, Skill
 
 #: An iteration's recorded documents: large, and shown only on its own page.
@@ -112,20 +113,20 @@ class Iteration(models.Model):
     generated_at = models.DateTimeField(null=True, blank=True)
     #: Warnings recorded by the source tool (benchmark.json) and found by the importer, as
     #: `runs.warnings` stores them: [{"code", "params", "message"}].
-    validity_warnings = models.JSONField(default=list)
+    validity_warnings = JSONField(default=list)
     missing_gradings = models.PositiveIntegerField(default=0)
     #: The source's own benchmark.json, kept as recorded (cross-check, don't trust).
-    recorded_benchmark = models.JSONField(null=True, blank=True)
+    recorded_benchmark = JSONField(null=True, blank=True)
     #: Aggregates only the recorded benchmark has (a promoted baseline's duration/tokens).
-    recorded_aggregates = models.JSONField(null=True, blank=True)
+    recorded_aggregates = JSONField(null=True, blank=True)
     #: conditions.json / BASELINE.md fields kept verbatim for provenance.
-    provenance = models.JSONField(default=dict)
+    provenance = JSONField(default=dict)
     skill_snapshot = models.TextField(blank=True)
     notes = models.TextField(blank=True)
     #: Findings files (stray-writes.json, guard-denials.json, …) kept as recorded.
-    findings = models.JSONField(default=dict)
+    findings = JSONField(default=dict)
     #: skill-creator feedback.json status and other iteration-level extras.
-    extra = models.JSONField(default=dict)
+    extra = JSONField(default=dict)
     #: Digest of every file the iteration was imported from; equal digest → skipped.
     content_hash = models.CharField(max_length=64)
     imported_at = models.DateTimeField(auto_now_add=True)

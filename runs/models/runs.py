@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from ..names import NameValidator, findable
 from .choices import RunStatus, TimingSource
+from .fields import JSONField
 from .iterations import Condition, Iteration
 from .skills import EvalCase
 
@@ -136,13 +137,13 @@ class Run(models.Model):
     prompt = models.TextField(blank=True)
     final_message = models.TextField(blank=True)
     #: conversation.json `events` (user/assistant messages and tool invocations).
-    conversation = models.JSONField(default=list)
+    conversation = JSONField(default=list)
     #: run.json `tool_invocations`.
-    tool_invocations = models.JSONField(default=list)
+    tool_invocations = JSONField(default=list)
     #: len(conversation), kept so pages can say "200 events" without loading them.
     conversation_events = models.PositiveIntegerField(default=0)
     #: Everything else the run folder held: diff-scope, command checks, outputs list, …
-    artifacts = models.JSONField(default=dict)
+    artifacts = JSONField(default=dict)
     total_tokens = models.BigIntegerField(null=True, blank=True)
     duration_ms = models.BigIntegerField(null=True, blank=True)
     timing_source = models.CharField(max_length=32, choices=TimingSource.choices, blank=True)

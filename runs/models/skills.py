@@ -7,6 +7,7 @@ from django.http import Http404
 from django.urls import reverse
 
 from ..names import NameValidator, findable
+from .fields import JSONField
 
 
 class SkillQuerySet(models.QuerySet):
@@ -58,14 +59,14 @@ class EvalCase(models.Model):
     origin = models.CharField(max_length=32, choices=Origin.choices)
     #: "eval-magic", "swl" or "skill-creator" for definitions read from evals.json.
     dialect = models.CharField(max_length=32, blank=True)
-    definition = models.JSONField()
+    definition = JSONField()
     name = models.CharField(max_length=300, blank=True)
     prompt = models.TextField(blank=True)
     expected_output = models.TextField(blank=True)
     #: [{"id", "type", "text"?, ...}] normalised across dialects.
-    assertions = models.JSONField(default=list)
+    assertions = JSONField(default=list)
     skill_should_trigger = models.BooleanField(default=True)
-    tags = models.JSONField(default=list)
+    tags = JSONField(default=list)
     weight = models.FloatField(default=1.0)
     created_at = models.DateTimeField(auto_now_add=True)
 
