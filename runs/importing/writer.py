@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import copy
 
-from django.db import connection
 from django.db.models import F, Max
 from django.utils import timezone
 
 from runs.models import (
-    AssertionResult,
     Condition,
     EvalCase,
-    Grading,
-    GradingHistory,
     Iteration,
     Review,
     Run,
@@ -21,34 +17,15 @@ from runs.models import (
     SourceKind,
     role_for_condition,
 )
-from runs.search.index import index_iteration
+from runs.search.index import index_iteration, index_written
 
 from .checks import validity_warnings
 from .columns import columns
 from .detect import natural_key
 from .fitting import check_counts, check_names, fit_lengths, shortened
-from .records import (
-    EvalDefinition,
-    ParsedGrading,
-    ParsedIteration,
-    ParsedRun,
-    SkillDefinitions,
-    skill_called,
-)
+from .records import EvalDefinition, ParsedIteration, SkillDefinitions
 from .report import ImportReport
-
-#: AssertionResult's columns as the writer inserts them (see Writer._gradings).
-RESULT_COLUMNS = (
-    "grading_id",
-    "assertion_id",
-    "is_meta",
-    "position",
-    "passed",
-    "evidence",
-    "confidence",
-    "grader",
-    "text",
-)
+from .runwriter import write_runs
 
 
 class Writer:
@@ -212,9 +189,16 @@ class Writer:
 
         conditions = self._conditions(iteration, parsed)
         cases = self.eval_cases(skill, parsed.evals)
-        runs_by_key = self._runs(iteration, parsed.runs, conditions, cases, fresh=existing is None)
-        self._reviews(parsed, runs_by_key)
-        index_iteration(iteration)  # in the import's transaction: searchable with it
+        written = write_runs(
+            iteration, parsed.runs, conditions, cases, fresh=existing is None, report=self.report
+        )
+        self._reviews(parsed, written.by_relpath)
+        # In the import's transaction: searchable with it. A new iteration's runs are all in
+        # memory; a changed one keeps runs it did not rewrite, so it is read back.
+        if existing is None:
+            index_written(iteration, written.created, written.graded)
+        else:
+            index_iteration(iteration)
         if existing is not None:
             # The warnings were just recomputed from the files; overrides of runs the source
             # did not change still count, and must still be announced.
@@ -241,106 +225,6 @@ class Writer:
                     setattr(condition, k, v)
                 condition.save()
         return current
-
-    def _runs(
-        self,
-        iteration: Iteration,
-        parsed_runs: list[ParsedRun],
-        conditions: dict[str, Condition],
-        cases: dict[str, EvalCase],
-        *,
-        fresh: bool,
-    ) -> dict[str, Run]:
-        existing: dict[tuple[str, str, int], Run] = {}
-        if not fresh:
-            for run in iteration.runs.select_related("condition").only(
-                "id", "eval_id", "run_index", "content_hash", "condition__name"
-            ):
-                existing[(run.eval_id, run.condition.name, run.run_index)] = run
-
-        to_create: list[tuple[Run, ParsedRun]] = []
-        replaced_gradings: list[int] = []
-        kept: dict[str, Run] = {}
-        for pr in parsed_runs:
-            key = (pr.eval_id, pr.condition, pr.run_index)
-            old = existing.pop(key, None)
-            if old is not None and old.content_hash == pr.content_hash:
-                self.report.count("runs", "skipped")
-                kept[pr.source_relpath] = old
-                continue
-            values = columns(
-                pr,
-                Run,
-                conversation_events=len(pr.conversation),
-                eval_case=cases[pr.eval_id],
-                skill_called=skill_called(pr, iteration.skill.name),
-            )
-            if old is None:
-                run = Run(iteration=iteration, condition=conditions[pr.condition], **values)
-                to_create.append((run, pr))
-            else:
-                Run.objects.filter(pk=old.pk).update(**values)
-                replaced_gradings.append(old.pk)
-                to_create.append((old, pr))  # grading rewritten below
-                self.report.count("runs", "updated")
-            kept[pr.source_relpath] = to_create[-1][0]
-        if existing:
-            # The source no longer holds these runs; the source is the truth.
-            Run.objects.filter(pk__in=[r.pk for r in existing.values()]).delete()
-            self.report.count("runs", "removed", len(existing))
-        if replaced_gradings:
-            # A grading that came from the files is in the files again; one `regrade` wrote
-            # exists nowhere else, so it goes to the run's history before it is replaced.
-            regraded = Grading.objects.filter(
-                run_id__in=replaced_gradings, regraded__isnull=False
-            ).prefetch_related("results")
-            GradingHistory.objects.bulk_create(
-                GradingHistory(
-                    run_id=grading.run_id,
-                    replaced_at=timezone.now(),
-                    replaced_by={"by": "re-import", "source": iteration.source_path},
-                    format=grading.format,
-                    pass_rate=grading.pass_rate,
-                    snapshot=grading.snapshot(),
-                )
-                for grading in regraded
-            )
-            Grading.objects.filter(run_id__in=replaced_gradings).delete()
-        new_runs = [run for run, _ in to_create if run.pk is None]
-        Run.objects.bulk_create(new_runs, batch_size=500)
-        if new_runs:
-            self.report.count("runs", "created", len(new_runs))
-        self._gradings([(run, pr.grading) for run, pr in to_create if pr.grading is not None])
-        return kept
-
-    def _gradings(self, pairs: list[tuple[Run, ParsedGrading]]) -> None:
-        gradings = [Grading(run=run, **columns(pg, Grading)) for run, pg in pairs]
-        Grading.objects.bulk_create(gradings, batch_size=500)
-        rows = [
-            (
-                grading.pk,
-                r.assertion_id,
-                r.is_meta,
-                position,
-                r.passed,
-                r.evidence,
-                r.confidence,
-                r.grader,
-                r.text,
-            )
-            for grading, (_, pg) in zip(gradings, pairs, strict=True)
-            for position, r in enumerate(pg.results)
-        ]
-        # Results are most of an import's rows (117,000 in the bench): tuples through one
-        # executemany cost a third of building model instances for bulk_create.
-        table = connection.ops.quote_name(AssertionResult._meta.db_table)
-        names = ", ".join(connection.ops.quote_name(c) for c in RESULT_COLUMNS)
-        marks = ", ".join(["%s"] * len(RESULT_COLUMNS))
-        with connection.cursor() as cursor:
-            for start in range(0, len(rows), 5000):
-                cursor.executemany(
-                    f"INSERT INTO {table} ({names}) VALUES ({marks})", rows[start : start + 5000]
-                )
 
     def _reviews(self, parsed: ParsedIteration, runs_by_relpath: dict[str, Run]) -> None:
         if not parsed.reviews:

@@ -19,6 +19,7 @@ from runs.models import Iteration, Run
 from runs.search.models import SearchDocument
 from runs.search.query import QueryError, parse_query
 from runs.search.searching import Filters, search
+from tests.admin_forms import ChangeForm, admin_save
 from tests.factories import eval_magic_iteration, write_json
 from tests.hostile import hostile_workspace, unsafe_markup
 
@@ -143,6 +144,24 @@ def test_every_run_is_indexed_once(sample: None) -> None:
     assert SearchDocument.objects.count() == Run.objects.count()
 
 
+def documents() -> list[tuple[object, ...]]:
+    fields = [f.attname for f in SearchDocument._meta.concrete_fields]
+    return [
+        tuple(map(str, row)) for row in SearchDocument.objects.order_by("pk").values_list(*fields)
+    ]
+
+
+def test_what_an_import_indexes_from_memory_is_what_the_database_reads_back(
+    sample: None,
+) -> None:
+    # A new iteration is indexed from the runs the import holds; a rebuild reads them back.
+    as_imported = documents()
+
+    call_command("searchindex", stdout=StringIO())
+
+    assert documents() == as_imported and len(as_imported) == Run.objects.count()
+
+
 @pytest.mark.django_db
 def test_re_import_keeps_the_index_exact(tmp_path: Path) -> None:
     cells = {
@@ -195,6 +214,28 @@ def test_notes_and_overrides_are_searchable_at_once(tmp_path: Path) -> None:
 
     assert found("pangolin") == ["1:alpha/without_skill/1"]
     assert "1:alpha/without_skill/1" in found("alpha", outcome="pass")
+
+
+def test_admin_edits_are_searchable_at_once(sample: None) -> None:
+    admin = Client()
+    admin.force_login(get_user_model().objects.create_superuser("boss", password="not used"))
+    run = Run.objects.select_related("eval_case", "condition", "iteration").order_by("pk").first()
+    where = f"{run.iteration.number}:{run.eval_id}/{{}}/{run.run_index}"
+    in_skill = {"skill_id": run.iteration.skill_id}
+
+    admin_save(admin, run, final_message="An aardvark wrote this in the admin.", prompt="")
+    assert found("aardvark", **in_skill) == [where.format(run.condition.name)]
+
+    admin_save(admin, run.eval_case, prompt="Ask the quokka first.")  # now the run's prompt
+    assert where.format(run.condition.name) in found("quokka", **in_skill)
+
+    form = ChangeForm()
+    form.feed(admin.get(f"/admin/runs/iteration/{run.iteration_id}/change/").content.decode())
+    row = next(k for k, v in form.data.items() if k.endswith("-id") and v == str(run.condition_id))
+    admin_save(admin, run.iteration, **{row.removesuffix("-id") + "-name": "renamed_in_admin"})
+    assert found("aardvark", condition="renamed_in_admin", **in_skill) == [
+        where.format("renamed_in_admin")
+    ]
 
 
 @pytest.mark.django_db
