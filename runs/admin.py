@@ -1,7 +1,9 @@
 """The admin: what the dashboard shows is edited here, what was graded or reviewed is read.
 
 Every save and deletion starts a new dashboard generation (`Generation.objects.bump()`),
-so cached pages show it at once; ModelAdmin hooks rather than signals (the house style).
+so cached pages show it at once, and a save re-indexes the runs whose search documents it
+changes (`reindex`); ModelAdmin hooks rather than signals (the house style). Deletions take
+documents with them by cascade.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from .models import Condition, EvalCase, Generation, Iteration, Run, Skill
+from .search.index import index_iteration, index_runs
 
 
 class JSONDocumentField(forms.JSONField):
@@ -45,8 +48,12 @@ class DashboardAdmin(admin.ModelAdmin):
             kwargs.setdefault("form_class", JSONDocumentField)
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
+    def reindex(self, obj: Any) -> None:
+        """Write afresh the search documents an edit of `obj` may have changed."""
+
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         super().save_related(request, form, formsets, change)
+        self.reindex(form.instance)
         # After the row and its inlines, last in the admin's transaction (as bump() asks).
         Generation.objects.bump()
 
@@ -97,6 +104,9 @@ class EvalCaseAdmin(DashboardAdmin):
     search_fields = ["eval_id", "prompt"]
     readonly_fields = ["fingerprint"]
 
+    def reindex(self, obj: EvalCase) -> None:
+        index_runs(obj.runs.values_list("pk", flat=True))  # its prompt stands in for theirs
+
 
 class ConditionInline(admin.TabularInline):
     model = Condition
@@ -121,6 +131,9 @@ class IterationAdmin(DashboardAdmin):
     inlines = [ConditionInline]
     readonly_fields = ["source_key", "content_hash", "imported_at", "updated_at"]
 
+    def reindex(self, obj: Iteration) -> None:
+        index_iteration(obj)  # a condition renamed in the inline is a filter of its runs
+
 
 @admin.register(Run)
 class RunAdmin(DashboardAdmin):
@@ -137,3 +150,6 @@ class RunAdmin(DashboardAdmin):
     search_fields = ["eval_id", "final_message"]
     list_select_related = ["condition", "iteration__skill"]
     raw_id_fields = ["iteration", "condition", "eval_case"]
+
+    def reindex(self, obj: Run) -> None:
+        index_runs([obj.pk])
