@@ -21,6 +21,7 @@ import operator
 import os
 import re
 import sqlite3
+import string
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -137,7 +138,36 @@ COLUMNS = {
         "grader",
         "text",
     ),
+    # Since issue #15 an import also writes each run's search document (runs/search/index.py):
+    # on SQLite the FTS5 trigger of the migrated schema indexes it, on PostgreSQL the floor
+    # computes its vector in the INSERT, as the importer does.
+    "search_searchdocument": (
+        "run_id",
+        "skill_id",
+        "iteration_id",
+        "condition",
+        "outcome",
+        "prompt",
+        "final_message",
+        "evidence",
+        "notes",
+        "conversation",
+    ),
 }
+#: A tool call's arguments and result are searched by their first characters (the importer's
+#: TOOL_TEXT_CHARS); a conversation's text stops at MAX_CONVERSATION_CHARS.
+TOOL_TEXT_CHARS = 200
+MAX_CONVERSATION_CHARS = 300_000
+#: The PostgreSQL vector: the text columns with their weights, punctuation read as spaces.
+WEIGHTS = (
+    ("final_message", "A"),
+    ("prompt", "A"),
+    ("evidence", "B"),
+    ("notes", "B"),
+    ("conversation", "C"),
+)
+_PUNCTUATION = str.maketrans(dict.fromkeys(string.punctuation, " "))
+_PUNCTUATION_CHARS = re.compile(f"[{re.escape(string.punctuation)}]")
 ROLES = {
     "with_skill": "treatment",
     "new_skill": "treatment",
@@ -264,8 +294,71 @@ def _pg_neutral(kind: str) -> str:
     return "''"
 
 
+class SearchTable(Table):
+    """search_searchdocument: on PostgreSQL each row's vector is computed as it is inserted."""
+
+    def __init__(self, db: Database, name: str):
+        super().__init__(db, name)
+        self.text_positions = [COLUMNS[name].index(column) for column, _ in WEIGHTS]
+        if db.postgres:
+            vector = " || ".join(
+                f"setweight(to_tsvector('simple', %s), '{weight}')" for _, weight in WEIGHTS
+            )
+            head, values = self.sql.rsplit(") VALUES (", 1)
+            self.sql = f"{head}, vector) VALUES ({values[:-1]}, {vector})"
+
+    def insert(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        if self.db.postgres:
+            rows = [
+                (*row, *(_without_punctuation(row[i]) for i in self.text_positions)) for row in rows
+            ]
+        super().insert(rows)
+
+
+def _without_punctuation(text: str) -> str:
+    return text.translate(_PUNCTUATION) if text.isascii() else _PUNCTUATION_CHARS.sub(" ", text)
+
+
+def _event_text(event: dict[str, Any]) -> str:
+    if event.get("type", "tool_invocation") != "tool_invocation":
+        return str(event.get("text") or "")
+    parts = [str(event.get("name") or "")]
+    for key in ("args", "result"):
+        value = event.get(key)
+        if value is not None:
+            if not isinstance(value, str):
+                value = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+            parts.append(value[:TOOL_TEXT_CHARS])
+    return "\n".join(parts)
+
+
+def search_document(
+    run_id: int,
+    skill_id: int,
+    iteration_id: int,
+    condition: str,
+    status: str,
+    pass_rate: float | None,
+    prompt: str,
+    final_message: str,
+    evidence: list[str],
+    events: list[dict[str, Any]],
+) -> tuple[Any, ...]:
+    """A run's search document as the importer writes it (no reviewer notes in the bench)."""
+    if status == "errored" or pass_rate is None:
+        outcome = ""
+    else:
+        outcome = "pass" if pass_rate >= 1 else "fail"
+    conversation = "\n\n".join(_event_text(e) for e in events)[:MAX_CONVERSATION_CHARS]
+    return (run_id, skill_id, iteration_id, condition, outcome, prompt, final_message,
+            "\n".join(evidence), "", conversation)  # fmt: skip
+
+
 def create_tables(db: Database) -> dict[str, Table]:
-    return {name: Table(db, name) for name in COLUMNS}
+    return {
+        name: (SearchTable if name == "search_searchdocument" else Table)(db, name)
+        for name in COLUMNS
+    }
 
 
 def schema_notes(tables: dict[str, Table]) -> list[str]:
@@ -419,6 +512,7 @@ class Floor:
         run_rows: list[list[Any]] = []
         grading_rows: list[tuple[Any, ...]] = []
         result_rows: list[tuple[Any, ...]] = []
+        search_rows: list[tuple[Any, ...]] = []
         prompts: dict[str, str] = {}
         assertion_ids: dict[str, set[str]] = defaultdict(set)
         for prefix in sorted(run_hashes):
@@ -480,6 +574,20 @@ class Floor:
             )
             results = [(False, r) for r in grading["assertion_results"]]
             results += [(True, r) for r in grading.get("meta_results") or []]
+            search_rows.append(
+                search_document(
+                    run_id,
+                    skill_id,
+                    iteration_id,
+                    condition,
+                    conversation["status"],
+                    summary["pass_rate"],
+                    record["prompt"],
+                    record["final_message"],
+                    [r["evidence"] for m, r in results if not m and r.get("evidence")],
+                    events or record["tool_invocations"],
+                )
+            )
             for position, (is_meta, r) in enumerate(results):
                 if not is_meta:
                     assertion_ids[eval_id].add(r["id"])
@@ -506,6 +614,7 @@ class Floor:
         self.tables["runs_run"].insert(map(tuple, run_rows))
         self.tables["grading_grading"].insert(grading_rows)
         self.tables["grading_assertionresult"].insert(result_rows)
+        self.tables["search_searchdocument"].insert(search_rows)
 
     def conditions(
         self, iteration_id: int, conditions: dict[str, Any], benchmark: dict[str, Any] | None

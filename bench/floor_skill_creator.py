@@ -27,7 +27,16 @@ from typing import Any
 
 import orjson
 
-from bench.floor import ROLES, Database, _db_datetime, _json, _now, create_tables, schema_notes
+from bench.floor import (
+    ROLES,
+    Database,
+    _db_datetime,
+    _json,
+    _now,
+    create_tables,
+    schema_notes,
+    search_document,
+)
 
 #: Treatment first, as the importer orders configurations.
 CONFIG_ORDER = ("with_skill", "new_skill", "without_skill", "old_skill")
@@ -188,6 +197,7 @@ class SkillCreatorFloor:
         run_rows: list[tuple[Any, ...]] = []
         grading_rows: list[tuple[Any, ...]] = []
         result_rows: list[tuple[Any, ...]] = []
+        search_rows: list[tuple[Any, ...]] = []
         for prefix, run_hash in run_hashes.items():
             eval_dir, config, run_dir, _ = prefix.split("/")
             eval_metadata = metadata_by_dir[eval_dir]
@@ -257,6 +267,20 @@ class SkillCreatorFloor:
                     _json({k: grading[k] for k in GRADING_EXTRA if k in grading}),
                 )
             )
+            search_rows.append(
+                search_document(
+                    run_id,
+                    skill_id,
+                    iteration_id,
+                    config,
+                    "completed",
+                    float(summary["pass_rate"]),
+                    eval_metadata.get("prompt") or "",
+                    "",
+                    [e["evidence"] for e in expectations if e.get("evidence")],
+                    [],
+                )
+            )
             slugs = unique_slugs([e["text"] for e in expectations])
             for position, (slug, e) in enumerate(zip(slugs, expectations, strict=True)):
                 result_rows.append(
@@ -276,6 +300,7 @@ class SkillCreatorFloor:
         self.tables["runs_run"].insert(run_rows)
         self.tables["grading_grading"].insert(grading_rows)
         self.tables["grading_assertionresult"].insert(result_rows)
+        self.tables["search_searchdocument"].insert(search_rows)
 
     def outputs(
         self, ordered: list[str], files: dict[str, bytes], run_hashes: dict[str, str]

@@ -86,6 +86,7 @@ TABLES = (
     "runs_run",
     "grading_grading",
     "grading_assertionresult",
+    "search_searchdocument",
 )
 
 #: Runs a command and writes its wall time and peak RSS to a file. A wrapper process, because
