@@ -158,8 +158,8 @@ class Databases:
             import psycopg
 
             dbname = f"evalsite_bench_import_{name}_{os.getpid()}"
+            drop_database(dbname)
             with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as admin:
-                admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
                 admin.execute(f'CREATE DATABASE "{dbname}"')
             if dbname not in self.created:
                 self.created.append(dbname)
@@ -170,12 +170,34 @@ class Databases:
     def drop_all(self) -> None:
         if not self.created:
             return
-        import psycopg
 
-        with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as admin:
-            for dbname in self.created:
-                admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+        for dbname in self.created:
+            drop_database(dbname)
         self.created.clear()
+
+
+def drop_database(dbname: str, attempts: int = 20) -> None:
+    """Drop a bench database, ending its connections.
+
+    FORCE refuses when an autovacuum worker (the superuser's, busy after a large import)
+    is on it; a plain DROP ends that worker itself, so it is tried next, a few times.
+    """
+    import psycopg
+
+    with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as admin:
+        try:
+            admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+            return
+        except psycopg.errors.InsufficientPrivilege:
+            pass
+        for attempt in range(attempts):
+            try:
+                admin.execute(f'DROP DATABASE IF EXISTS "{dbname}"')
+                return
+            except psycopg.errors.ObjectInUse:
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(0.5)
 
 
 @contextmanager

@@ -380,9 +380,6 @@ def main() -> int:
         return bench(work, args)
 
 
-POSTGRES = "postgres://evalsite:evalsite@127.0.0.1:5432"
-
-
 @contextlib.contextmanager
 def fresh_database(kind: str, work: Path) -> Iterator[str]:
     """A database for this bench only (dropped after it, even on error); its URL."""
@@ -390,6 +387,8 @@ def fresh_database(kind: str, work: Path) -> Iterator[str]:
         yield f"sqlite:///{work / 'bench.sqlite3'}"
         return
     import psycopg
+
+    from bench.import_bench import POSTGRES, drop_database
 
     name = f"evalsite_bench_runevals_{os.getpid()}"
     with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as admin:
@@ -400,8 +399,7 @@ def fresh_database(kind: str, work: Path) -> Iterator[str]:
         from django.db import connections
 
         connections.close_all()
-        with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        drop_database(name)
 
 
 def bench(work: Path, args: argparse.Namespace) -> int:

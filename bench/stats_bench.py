@@ -42,14 +42,19 @@ PROJECT = Path(__file__).resolve().parent.parent
 if str(PROJECT) not in sys.path:
     sys.path.insert(0, str(PROJECT))  # run as a script: make `bench` importable
 
-from bench.import_bench import git_head, load_note, machine, prepare_workspace  # noqa: E402
+from bench.import_bench import (  # noqa: E402
+    POSTGRES,
+    drop_database,
+    git_head,
+    load_note,
+    machine,
+    prepare_workspace,
+)
 
 MANAGE = PROJECT / "manage.py"
 FULL = {"skills": 1, "iterations": 20, "evals": 30, "runs": 3, "assertions": 6}
 TARGET_RATIO = 3.0
 DATABASES = ("sqlite", "postgres")
-#: The local cluster and the role .ci/run creates; the role may create databases.
-POSTGRES = "postgres://evalsite:evalsite@127.0.0.1:5432"
 
 #: The floor: what any computation of the skill page's statistics has to read, at least.
 FLOOR_SQL = """
@@ -102,30 +107,6 @@ def bench_database(kind: str, base: Path, name: str) -> Iterator[str]:
         yield f"{POSTGRES}/{dbname}"
     finally:
         drop_database(dbname)
-
-
-def drop_database(dbname: str, attempts: int = 20) -> None:
-    """Drop a bench database, ending its connections.
-
-    FORCE refuses when an autovacuum worker (the superuser's, busy after a large import)
-    is on it; a plain DROP ends that worker itself, so it is tried next, a few times.
-    """
-    import psycopg
-
-    with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as admin:
-        try:
-            admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
-            return
-        except psycopg.errors.InsufficientPrivilege:
-            pass
-        for attempt in range(attempts):
-            try:
-                admin.execute(f'DROP DATABASE IF EXISTS "{dbname}"')
-                return
-            except psycopg.errors.ObjectInUse:
-                if attempt == attempts - 1:
-                    raise
-                time.sleep(0.5)
 
 
 def manage(args: list[str], env: dict[str, str]) -> str:
