@@ -17,10 +17,7 @@ from django.db import connection
 from django.db.models import QuerySet
 
 from . import stats
-from .importing.eval_magic import DEFAULT_ORDER
 from .models import Condition, EvalCase, Iteration, Role, Run
-from .outcomes import assertion_outcomes, run_samples
-from .warnings import messages
 
 
 @dataclass(frozen=True)
@@ -383,31 +380,3 @@ def _condition(cell: _Cell, weights: dict[str, float]) -> ConditionSummary:
 
 def _proportion(successes: int, n: int) -> stats.Proportion:
     return stats.Proportion(successes, n, stats.wilson_interval(successes, n))
-
-
-def eval_magic_benchmark(iteration: Iteration) -> dict[str, Any]:
-    """SPEC §4.1: the benchmark.json eval-magic would write for this iteration, recomputed."""
-    conditions = list(iteration.conditions.all())
-    names = [c.name for c in conditions]
-    recorded = (iteration.recorded_benchmark or {}).get("conditions_compared")
-    if recorded and set(recorded) <= set(names):
-        compared = list(recorded)
-    elif set(DEFAULT_ORDER[iteration.mode]) <= set(names):
-        compared = DEFAULT_ORDER[iteration.mode]  # eval-magic's order for the mode
-    else:
-        compared = names[:2]
-    if len(compared) < 2:
-        raise ValueError(f"{iteration} has one condition; a benchmark compares two")
-    generated = ""
-    if iteration.generated_at:
-        generated = iteration.generated_at.isoformat().replace("+00:00", "Z")
-    return stats.build_benchmark(
-        run_samples(iteration),
-        mode=iteration.mode,
-        conditions_compared=compared,
-        skill_conditions={c.name for c in conditions if c.loads_skill},
-        generated=generated,
-        baseline=iteration.baseline or None,
-        validity_warnings=messages(iteration.validity_warnings),
-        outcomes=assertion_outcomes([iteration]),
-    )

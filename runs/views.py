@@ -20,11 +20,11 @@ from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
-from .analysis import eval_magic_benchmark
 from .importing import ImportFailure
 from .importing.uploads import UploadTooLarge, import_upload
 from .models import Condition, Generation, Iteration, Review, Run, Skill
 from .names import findable
+from .outcomes import eval_magic_benchmark
 from .overview import skill_rows, skill_trends, sort_rows
 from .reports import LIST_FIRST_ITEMS, MATRIX_FIRST_ROWS, compare, iteration_detail
 from .transcript import transcript_context

@@ -19,7 +19,6 @@ import dataclasses
 import fnmatch
 import math
 import os
-import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -31,13 +30,13 @@ from grading.graders.rustregex import RustRegexError, compile_rust_bounded
 
 from . import sandbox
 from .tooldefs import tool_definitions as tool_definitions  # the tools and their shapes
+from .toolfiles import MAX_FILE_BYTES as MAX_FILE_BYTES
+from .toolfiles import ToolError, read_file, searchable, write_file
 
 #: What the model gets back from one tool call at most; the rest is cut with a note.
 MAX_TOOL_OUTPUT = 30_000
 BASH_TIMEOUT_SECONDS = 120
 MAX_BASH_TIMEOUT_SECONDS = 600
-#: Read and Edit refuse larger files, Grep skips them: the whole file is held in memory.
-MAX_FILE_BYTES = 10 * 1024**2
 #: Glob and Grep give up (Glob and Grep's walk with partial results, a slow pattern with a
 #: tool error) after this long or this many files.
 SEARCH_SECONDS = 10.0
@@ -46,10 +45,6 @@ MAX_PATTERN_CHARS = 10_000
 MAX_PATH_CHARS = 4096
 WRITE_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 GREP_MODES = ("content", "files_with_matches", "count")
-
-
-class ToolError(Exception):
-    """A tool call the agent made wrongly; its message goes back as the tool result."""
 
 
 def safe_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -144,7 +139,7 @@ class Toolbox:
         limit = _integer(args, "limit", minimum=1, default=2000)
         if path.is_dir():
             raise ToolError(f"{args['file_path']} is a directory; use Glob or Bash ls")
-        lines = _read_file(path, args["file_path"]).decode("utf-8", errors="replace").splitlines()
+        lines = read_file(path, args["file_path"]).decode("utf-8", errors="replace").splitlines()
         chosen = lines[start - 1 : start - 1 + limit]
         if not chosen:
             return "(empty file)" if not lines else f"(no lines from {start}: {len(lines)} lines)"
@@ -154,7 +149,7 @@ class Toolbox:
         path = self.folder.resolve(_text(args, "file_path"))
         content = _text(args, "content", allow_empty=True)
         path.parent.mkdir(parents=True, exist_ok=True)
-        _write_file(path, content, args["file_path"])
+        write_file(path, content, args["file_path"])
         return f"File written: {path}"
 
     def _edit(self, args: dict[str, Any]) -> str:
@@ -165,7 +160,7 @@ class Toolbox:
         if old == new:
             raise ToolError("old_string and new_string are the same")
         try:
-            text = _read_file(path, args["file_path"]).decode("utf-8")
+            text = read_file(path, args["file_path"]).decode("utf-8")
         except UnicodeDecodeError:
             raise ToolError(
                 f"{args['file_path']} is not UTF-8 text; Edit cannot change it"
@@ -176,7 +171,7 @@ class Toolbox:
         if count > 1 and not replace_all:
             raise ToolError(f"old_string occurs {count} times; give more context or replace_all")
         edited = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-        _write_file(path, edited, args["file_path"])
+        write_file(path, edited, args["file_path"])
         return f"Edited {path} ({count if replace_all else 1} replacement(s))"
 
     def _walk(self, base: Path, search: _Search) -> Iterator[Path]:
@@ -227,7 +222,7 @@ class Toolbox:
         for path in files:
             if only and not fnmatch.fnmatch(path.name, only):
                 continue
-            text = _searchable(path)
+            text = searchable(path)
             if text is None:
                 continue
             hits = []
@@ -360,56 +355,6 @@ def _flag(args: dict[str, Any], key: str) -> bool:
     if not isinstance(value, bool):
         raise ToolError(f"{key} must be true or false, not {value!r}")
     return value
-
-
-def _regular(descriptor: int, shown: str) -> os.stat_result:
-    info = os.fstat(descriptor)
-    if not stat.S_ISREG(info.st_mode):
-        raise ToolError(f"{shown} is not a regular file (a FIFO, socket or device); refused")
-    return info
-
-
-def _read_file(path: Path, shown: str) -> bytes:
-    """A regular file's bytes, at most MAX_FILE_BYTES; a FIFO or device is a ToolError.
-
-    Opened non-blocking and checked on the open descriptor: opening a FIFO to read waits
-    for a writer forever, and checking before opening leaves a gap to swap the file.
-    """
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        size = _regular(descriptor, shown).st_size
-        if size > MAX_FILE_BYTES:
-            raise ToolError(
-                f"{shown} is {size} bytes; the file tools read files up to {MAX_FILE_BYTES} "
-                "bytes (use Bash with head, tail or grep for larger ones)"
-            )
-        with os.fdopen(descriptor, "rb", closefd=False) as handle:
-            return handle.read(MAX_FILE_BYTES + 1)[:MAX_FILE_BYTES]
-    finally:
-        os.close(descriptor)
-
-
-def _write_file(path: Path, content: str, shown: str) -> None:
-    """Replace a regular file's content (creating it); a FIFO or device is a ToolError."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
-    descriptor = os.open(path, flags, 0o666)
-    try:
-        _regular(descriptor, shown)
-        os.ftruncate(descriptor, 0)
-        with os.fdopen(descriptor, "wb", closefd=False) as handle:
-            handle.write(content.encode("utf-8"))
-    finally:
-        os.close(descriptor)
-
-
-def _searchable(path: Path) -> str | None:
-    """A file's text for Grep, or None for what ripgrep would skip (not a regular file, too
-    large, not UTF-8) — never a read that blocks."""
-    try:
-        data = _read_file(path, str(path))
-        return data.decode("utf-8")
-    except (ToolError, OSError, UnicodeDecodeError):
-        return None
 
 
 def _glob_match(relative: str, pattern: str) -> bool:

@@ -11,9 +11,10 @@ from ninja.pagination import paginate
 
 from accounts.auth import READ_AUTH
 
-from ..analysis import IterationSummary, eval_magic_benchmark, summarise_iterations
+from ..analysis import IterationSummary, summarise_iterations
 from ..models import Iteration, Skill
 from ..names import findable
+from ..outcomes import eval_magic_benchmark
 from ..overview import SkillRow, skill_rows
 from ..reports import Comparison, compare
 from .pagination import LazyPage, Pagination

@@ -12,9 +12,10 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from runs.analysis import eval_magic_benchmark, summarise_iterations
+from runs.analysis import summarise_iterations
 from runs.importing import import_workspace
 from runs.models import Iteration
+from runs.outcomes import eval_magic_benchmark
 from tests.factories import eval_magic_iteration
 
 pytestmark = pytest.mark.django_db

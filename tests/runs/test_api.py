@@ -12,9 +12,10 @@ from django.test import Client
 
 from accounts.models import ApiToken
 from grading.models import AssertionResult, Grading, Review
-from runs.analysis import eval_magic_benchmark, summarise_iterations
+from runs.analysis import summarise_iterations
 from runs.importing import import_workspace
 from runs.models import EvalCase, Iteration, Run, Skill
+from runs.outcomes import eval_magic_benchmark
 from tests.factories import eval_magic_iteration, write_json
 
 pytestmark = pytest.mark.django_db

@@ -6,8 +6,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runs.analysis import eval_magic_benchmark
 from runs.models import Iteration, IterationNotFound
+from runs.outcomes import eval_magic_benchmark
 
 
 class Command(BaseCommand):
