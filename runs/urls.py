@@ -27,7 +27,5 @@ urlpatterns = [
     path(iteration + "cells/<str:eval_id>/<str:condition>/", drilldown.cell_runs, name="cell"),
     path(run, views.run_page, name="run"),
     path(run + "conversation/", transcript.conversation_fragment, name="conversation"),
-    path(
-        run + "conversation/<int:ordinal>/result/", transcript.event_result, name="event_result"
-    ),
+    path(run + "conversation/<int:ordinal>/result/", transcript.event_result, name="event_result"),
 ]
