@@ -13,8 +13,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from django.contrib.postgres.search import SearchQuery
-
 MAX_QUERY_CHARS = 500
 MAX_TERMS = 20
 MAX_WORD_CHARS = 200
@@ -36,12 +34,12 @@ class Term:
     def fts5(self) -> str:
         return '"' + " ".join(self.words) + '"' + ("*" if self.prefix else "")
 
-    def postgres(self) -> SearchQuery:
+    def tsquery(self) -> str:
+        # Words are letters and digits only (WORD), so quoting them cannot break out.
+        lexemes = [f"'{word}'" for word in self.words]
         if self.prefix:
-            lexemes = [f"'{word}'" for word in self.words]
             lexemes[-1] += ":*"
-            return SearchQuery(" <-> ".join(lexemes), search_type="raw", config="simple")
-        return SearchQuery(" ".join(self.words), search_type="phrase", config="simple")
+        return "(" + " <-> ".join(lexemes) + ")"
 
 
 @dataclass(frozen=True)
@@ -64,14 +62,11 @@ class Query:
             return wanted
         return f"({wanted}) NOT ({' OR '.join(term.fts5() for term in self.excluded)})"
 
-    def postgres(self) -> SearchQuery:
-        """The query as a django.contrib.postgres SearchQuery (config "simple")."""
-        combined = self.wanted[0].postgres()
-        for term in self.wanted[1:]:
-            combined &= term.postgres()
-        for term in self.excluded:
-            combined &= ~term.postgres()
-        return combined
+    def tsquery(self) -> str:
+        """The query as PostgreSQL tsquery text, for `to_tsquery('simple', …)`: phrases
+        (`<->`) joined by & and & !."""
+        wanted = " & ".join(term.tsquery() for term in self.wanted)
+        return " & ".join([wanted, *(f"!{term.tsquery()}" for term in self.excluded)])
 
     def highlight_pattern(self) -> re.Pattern[str]:
         """The wanted words as a regex over text as it was written (for snippets)."""
