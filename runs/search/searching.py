@@ -10,6 +10,7 @@ which neither database's snippet function knows.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -35,6 +36,9 @@ FIELDS = (
 )
 #: Matches are counted up to this many; more show as "1,000+".
 MAX_COUNTED = 1_000
+#: PostgreSQL: from this many expected matches on, a search walks the filtered documents
+#: newest first instead of asking the GIN index (see _postgres).
+DENSE_MATCHES = 500
 ITERATIONS = Iteration._meta.db_table
 
 
@@ -128,22 +132,40 @@ def _sqlite(query: Query, filters: Filters, *, offset: int, limit: int) -> tuple
 
 def _postgres(query: Query, filters: Filters, *, offset: int, limit: int) -> tuple[int, list[int]]:
     where, params = _where(filters, table="f")
-    # The filtered documents newest first, behind OFFSET 0 (a fence the planner does not see
-    # through), and only then the match, which reads each row's vector (~8 KB, out of line).
-    # Without the fence PostgreSQL walked the primary key and tested the vector first: a
-    # phrase in one skill read every other skill's vectors too (280 ms over 18,000 runs).
-    filtered = (
-        "(SELECT f.run_id, f.vector FROM search_searchdocument f"
-        + (f" WHERE {' AND '.join(where)}" if where else "")
-        + " ORDER BY f.run_id DESC OFFSET 0) d WHERE d.vector @@ to_tsquery('simple', %s)"
-    )
+    match = "f.vector @@ to_tsquery('simple', %s)"
+    params.append(query.tsquery())
+    if _planned_matches(where, match, params) < DENSE_MATCHES:
+        # Few matches expected: the GIN index finds them, whatever else the filters say.
+        source = f"FROM search_searchdocument f WHERE {' AND '.join([*where, match])}"
+    else:
+        # Many: the planner then walks the primary key newest first, testing each row's
+        # vector (~8 KB, out of line) before the filters, and so reads other skills' runs on
+        # the way (a phrase of common words in one skill, 280 ms over 18,000 runs). The
+        # filtered documents come first, newest first, behind OFFSET 0 (a fence the planner
+        # does not see through), and only their vectors are read.
+        filtered = " WHERE " + " AND ".join(where) if where else ""
+        source = (
+            "FROM (SELECT f.run_id, f.vector FROM search_searchdocument f"
+            f"{filtered} ORDER BY f.run_id DESC OFFSET 0) f WHERE {match}"
+        )
     return _run(
-        f"SELECT count(*) FROM (SELECT 1 FROM {filtered} LIMIT %s) counted",
-        f"SELECT d.run_id FROM {filtered} ORDER BY d.run_id DESC LIMIT %s OFFSET %s",
-        [*params, query.tsquery()],
+        f"SELECT count(*) FROM (SELECT 1 {source} LIMIT %s) counted",
+        f"SELECT f.run_id {source} ORDER BY f.run_id DESC LIMIT %s OFFSET %s",
+        params,
         offset=offset,
         limit=limit,
     )
+
+
+def _planned_matches(where: list[str], match: str, params: list[object]) -> float:
+    """How many documents PostgreSQL's statistics expect to match: its own plan's estimate."""
+    sql = f"SELECT 1 FROM search_searchdocument f WHERE {' AND '.join([*where, match])}"
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
+        plan = cursor.fetchone()[0]
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    return float(plan[0]["Plan"]["Plan Rows"])
 
 
 def _hits(query: Query, ids: list[int]) -> list[Hit]:

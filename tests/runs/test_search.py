@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.db import connection
 from django.test import Client
 
 from grading.models import AssertionResult
 from grading.reviewing import add_note, override
 from runs.importing import import_workspace
-from runs.models import Iteration, Run
+from runs.models import Iteration, Run, Skill
+from runs.search import searching
 from runs.search.models import SearchDocument
 from runs.search.query import QueryError, parse_query
 from runs.search.searching import Filters, search
@@ -121,6 +123,25 @@ def test_a_match_in_the_conversation_links_to_its_event(sample: None) -> None:
     assert in_conversation[0].url.endswith(f"#event-{in_conversation[0].event}")
     assert in_conversation[0].found_in == f"event {in_conversation[0].event}"
     assert in_conversation[0].event == 2  # the assistant's second message
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's two query shapes")
+def test_postgres_finds_the_same_runs_by_its_index_or_by_walking_the_documents(
+    sample: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    skill = Skill.objects.get(name="taming-flaky-tests").pk
+    searches = [
+        ("timezone", {}),
+        ('"local date"', {"skill_id": skill}),
+        ("test*", {"skill_id": skill, "outcome": "fail"}),
+        ("the -timezone", {"condition": "without_skill"}),
+        ("the", {"iteration_number": 1}),
+    ]
+    by_index = [found(text, **filters) for text, filters in searches]
+    monkeypatch.setattr(searching, "DENSE_MATCHES", 0)  # every search counts as dense
+
+    assert [found(text, **filters) for text, filters in searches] == by_index
+    assert all(by_index[:3])
 
 
 @pytest.mark.django_db
