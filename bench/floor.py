@@ -319,6 +319,10 @@ def _without_punctuation(text: str) -> str:
     return text.translate(_PUNCTUATION) if text.isascii() else _PUNCTUATION_CHARS.sub(" ", text)
 
 
+def _unescaped(escape: re.Match[str]) -> str:
+    return " " if escape.group(1) in "nrt" else escape.group(1)
+
+
 def _event_text(event: dict[str, Any]) -> str:
     if event.get("type", "tool_invocation") != "tool_invocation":
         return str(event.get("text") or "")
@@ -328,6 +332,8 @@ def _event_text(event: dict[str, Any]) -> str:
         if value is not None:
             if not isinstance(value, str):
                 value = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+                if "\\" in value:  # JSON escapes read as text: \n a space, \" a quote
+                    value = re.sub(r"\\(.)", _unescaped, value)
             parts.append(value[:TOOL_TEXT_CHARS])
     return "\n".join(parts)
 

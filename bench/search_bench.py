@@ -59,10 +59,12 @@ from bench.import_bench import (  # noqa: E402
 TARGET_SEARCH_MS = 200
 TARGET_FRAGMENT_MS = 250
 TRANSCRIPT_EVENTS = 2_000
-#: (label, query string): a common word, a rarer one, a phrase, a prefix, an exclusion, and
-#: filters. `{phrase}` is replaced by words from one run's final message.
+#: (label, query string): a common word, a word no run has (what a rare word costs: the
+#: generator's ~70 words are in every run), a phrase, a prefix, an exclusion, and filters.
+#: `{phrase}` is replaced by words from one run's final message.
 QUERIES = (
     ("common word", "q=agent"),
+    ("a word no run has", "q=zyzzyva"),
     ("two words", "q=worktree+rollback"),
     ("phrase from a final message", "q={phrase}"),
     ("prefix", "q=pagin*"),

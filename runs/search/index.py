@@ -50,9 +50,24 @@ def event_text(event: Any) -> str:
             continue
         # Keys sorted: PostgreSQL's jsonb gives them back in its own order, and the first
         # TOOL_TEXT_CHARS must be the same whether a run is indexed as imported or read back.
-        text = value if isinstance(value, str) else orjson.dumps(value, option=_SORTED).decode()
+        text = value if isinstance(value, str) else _json_text(value)
         parts.append(text[:TOOL_TEXT_CHARS])
     return "\n".join(parts)
+
+
+def _json_text(value: Any) -> str:
+    """Arguments as JSON, read as text: an escaped newline or tab is a space, so that a
+    Write of "line one\\nline two" indexes the word "line", not "nline"."""
+    text = orjson.dumps(value, option=_SORTED).decode()
+    return _ESCAPE.sub(_unescaped, text) if "\\" in text else text
+
+
+#: A JSON string escape: a backslash and what it escapes (\uXXXX's letters stay letters).
+_ESCAPE = re.compile(r"\\(.)")
+
+
+def _unescaped(escape: re.Match[str]) -> str:
+    return " " if escape.group(1) in "nrt" else escape.group(1)
 
 
 def conversation_text(events: list[Any] | None) -> str:

@@ -361,3 +361,19 @@ def test_a_run_without_conversation_json_is_searched_by_its_tool_calls(tmp_path:
 
     with_skill = [h for h in hits if h.run.condition.name == "with_skill"]
     assert len(with_skill) == 1 and with_skill[0].url.endswith("#event-1")
+
+
+@pytest.mark.django_db
+def test_text_a_tool_call_wrote_is_searched_by_its_words_not_its_json_escapes(
+    tmp_path: Path,
+) -> None:
+    folder = eval_magic_iteration(tmp_path)
+    path = folder / "eval-alpha" / "with_skill" / "conversation.json"
+    record = json.loads(path.read_text())
+    record["events"][1].update(name="Write", args={"content": 'def main():\n\treturn "okapi"'})
+    write_json(path, record)
+    import_workspace([tmp_path])
+
+    hits = search(parse_query('"main return okapi"'), Filters()).hits
+
+    assert [h.url.rsplit("#", 1)[1] for h in hits] == ["event-1"]
