@@ -143,6 +143,22 @@ def _row(
     )
 
 
+#: A run's one transcript as stored JSON text, for orjson to decode (Django's JSONField
+#: decoding was a third of indexing time): run.json's tool_invocations repeat the
+#: conversation's tool calls, so they are read only for a run without conversation.json.
+TRANSCRIPT = Case(
+    When(conversation_events=0, then=Cast("tool_invocations", TextField())),
+    default=Cast("conversation", TextField()),
+)
+
+
+def transcripts(run_ids: Iterable[int]) -> dict[int, list[Any]]:
+    """Run id → its transcript's events (conversation, else run.json's tool calls), in one
+    query."""
+    rows = Run.objects.filter(pk__in=list(run_ids)).values_list("pk", TRANSCRIPT)
+    return {pk: orjson.loads(text) or [] for pk, text in rows}
+
+
 def _notes(run_ids: Any) -> dict[int, list[str]]:
     notes: dict[int, list[str]] = defaultdict(list)
     for run_id, text in (
@@ -164,13 +180,7 @@ def _rows(runs: QuerySet[Run]) -> Iterator[tuple[Any, ...]]:
         "prompt",
         "eval_case__prompt",
         "final_message",
-        # One transcript as stored, decoded here by orjson (Django's JSONField decoding was a
-        # third of indexing time): run.json's tool_invocations repeat the conversation's
-        # tool calls, so they are read only for a run without conversation.json.
-        Case(
-            When(conversation_events=0, then=Cast("tool_invocations", TextField())),
-            default=Cast("conversation", TextField()),
-        ),
+        TRANSCRIPT,
     )
     evidence: dict[int, list[str]] = defaultdict(list)
     for run_id, text in (

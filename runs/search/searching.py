@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import connection
 from django.utils.html import escape
@@ -20,7 +21,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from runs.models import LARGE_ITERATION_FIELDS, Iteration, Run
 
-from .index import event_text
+from .index import event_text, transcripts
 from .models import SearchDocument
 from .query import Query
 
@@ -183,24 +184,39 @@ def _hits(query: Query, ids: list[int]) -> list[Hit]:
         .defer("eval_case__definition", "eval_case__assertions")
         .in_bulk(ids)
     )
+    shown = [run_id for run_id in ids if run_id in documents and run_id in runs]
+    best = {run_id: _best_field(documents[run_id], pattern) for run_id in shown}
+    # Where not every word is in one of the short fields, the conversation may hold them
+    # all: the transcripts of those runs, in one query.
+    events = transcripts(run_id for run_id in shown if best[run_id][0] < wanted)
     return [
-        _hit(runs[run_id], documents[run_id], pattern, wanted)
-        for run_id in ids
-        if run_id in documents and run_id in runs  # not deleted between the queries
+        _hit(runs[run_id], documents[run_id], pattern, best[run_id], events.get(run_id))
+        for run_id in shown
     ]
 
 
-def _hit(run: Run, document: SearchDocument, pattern: re.Pattern[str], wanted: int) -> Hit:
-    url = run.get_absolute_url()
+def _best_field(document: SearchDocument, pattern: re.Pattern[str]) -> tuple[int, str]:
+    """(wanted words found, field) of the short field with the most; ties to FIELDS' order."""
     scored = [
         (len({m.group(0).lower() for m in pattern.finditer(getattr(document, name))}), -i, name)
         for i, (name, _) in enumerate(FIELDS[:-1])
     ]
     found, _, name = max(scored)
-    if found < wanted:
-        # Not every word is in one of the short fields: the conversation may hold them all.
-        best, ordinal, text = _event(run, pattern)
-        if ordinal is not None and best > found:
+    return found, name
+
+
+def _hit(
+    run: Run,
+    document: SearchDocument,
+    pattern: re.Pattern[str],
+    best: tuple[int, str],
+    events: list[Any] | None,
+) -> Hit:
+    url = run.get_absolute_url()
+    found, name = best
+    if events is not None:
+        words, ordinal, text = _event(events, pattern)
+        if ordinal is not None and words > found:
             return Hit(
                 run, f"event {ordinal}", snippet(text, pattern), f"{url}#event-{ordinal}", ordinal
             )
@@ -213,12 +229,11 @@ def _hit(run: Run, document: SearchDocument, pattern: re.Pattern[str], wanted: i
     return Hit(run, dict(FIELDS)[name], snippet(getattr(document, name), pattern), url)
 
 
-def _event(run: Run, pattern: re.Pattern[str]) -> tuple[int, int | None, str]:
-    """(words found, ordinal, text) of the first event of the run's conversation that has
-    the most wanted words; (0, None, "") when none has any."""
-    conversation, calls = Run.objects.values_list("conversation", "tool_invocations").get(pk=run.pk)
+def _event(events: list[Any], pattern: re.Pattern[str]) -> tuple[int, int | None, str]:
+    """(words found, ordinal, text) of the first event with the most wanted words;
+    (0, None, "") when none has any."""
     best: tuple[int, int | None, str] = (0, None, "")
-    for event in conversation or calls or []:
+    for event in events:
         text = event_text(event)
         found = len({m.group(0).lower() for m in pattern.finditer(text)})
         if found > best[0]:

@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from grading.models import AssertionResult
 from grading.reviewing import add_note, override
@@ -377,3 +378,15 @@ def test_text_a_tool_call_wrote_is_searched_by_its_words_not_its_json_escapes(
     hits = search(parse_query('"main return okapi"'), Filters()).hits
 
     assert [h.url.rsplit("#", 1)[1] for h in hits] == ["event-1"]
+
+
+def test_hits_found_in_conversations_cost_the_same_queries_however_many(sample: None) -> None:
+    query = parse_query("launching")  # "Launching skill: …", a tool result in transcripts
+    with CaptureQueriesContext(connection) as few:
+        hits = search(query, Filters(), limit=2).hits
+    with CaptureQueriesContext(connection) as many:
+        more = search(query, Filters(), limit=20).hits
+
+    assert len(hits) == 2 and len(more) > 2
+    assert all(h.event is not None for h in more)
+    assert len(many.captured_queries) == len(few.captured_queries)
