@@ -3,8 +3,10 @@
 The agent's process never holds the API key: it is given a per-run placeholder key and the
 address of this proxy, which checks the placeholder, swaps in the real key, forwards the
 request to the real API (`ANTHROPIC_BASE_URL`, else https://api.anthropic.com) and streams the
-answer back unchanged. Because every call passes through here, this is also where a run's
-budget holds: once its `max_calls` calls are answered (or its tokens spent) the next call is
+answer back unchanged. What it forwards, how large, and for whom is apigate.py's: an
+allow-list of the CLI's calls, a body cap, a key judged from the headers before any of the
+body is read. Because every call passes through here, this is also where a run's budget
+holds: once its `max_calls` calls are answered (or its tokens spent) the next call is
 refused with a 400 that says so and tells the client not to retry. A call the API failed
 (a 429, a 5xx, a dropped connection) costs nothing and is the client's to retry, as the
 messages harness counts only answered calls.
@@ -30,19 +32,18 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .apibudget import Lease, Tally, UsageMeter
+from .apigate import COUNT_TOKENS, MAX_BODY, declared_length, forwarded_target, key_of
 
 __all__ = ["ApiProxy", "Lease", "Tally"]
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 PLACEHOLDER_PREFIX = "evalsite-run-"
-#: The paths an agent CLI needs; anything else (files, batches, admin) is not forwarded.
-FORWARDED_PATHS = ("/v1/messages", "/v1/models")
 # Hop-by-hop headers (RFC 9110 §7.6.1), the credentials, and the ones set here.
 # fmt: off
 _NOT_FORWARDED = frozenset((
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
     "transfer-encoding", "upgrade", "host", "content-length", "x-api-key", "authorization",
-    "accept-encoding",
+    "accept-encoding", "expect",
 ))
 # fmt: on
 _CHUNK = 64 * 1024
@@ -86,32 +87,18 @@ class ApiProxy:
         with self._lock:
             return self._leases.get(key or "")
 
-    def _admit(self, lease: Lease, *, is_call: bool) -> str | None:
-        """Count the request; the reason when the lease's budget refuses it. An admitted
-        call holds its place in the budget until `_record` says how it ended."""
+    def _count_refused(self, lease: Lease) -> None:
+        """Count a request refused before the budget was asked: it costs nothing."""
         with self._lock:
             lease.tally.requests += 1
-            refusal = lease.over_budget() if is_call else None
-            if refusal:
-                lease.tally.refused += 1
-                lease.refusal = refusal
-            elif is_call:
-                lease.tally.in_flight += 1
-            return refusal
 
-    def _record(self, lease: Lease, status: int, usage: dict[str, int], seconds: float) -> None:
-        """Count an admitted call's end (status 0: no answer) and what the API says it cost."""
+    def _admit(self, lease: Lease) -> str | None:
         with self._lock:
-            tally = lease.tally
-            tally.in_flight -= 1
-            tally.upstream_seconds += seconds
-            if not 200 <= status < 300:
-                return
-            tally.calls += 1
-            tally.input += usage.get("input_tokens", 0)
-            tally.output += usage.get("output_tokens", 0)
-            tally.cache_creation += usage.get("cache_creation_input_tokens", 0)
-            tally.cache_read += usage.get("cache_read_input_tokens", 0)
+            return lease.admit()
+
+    def _settle(self, lease: Lease, **outcome: Any) -> None:
+        with self._lock:
+            lease.settle(**outcome)
 
     # lifecycle
     @property
@@ -229,66 +216,93 @@ class _Handler(BaseHTTPRequestHandler):
             self._upstream.close()
         super().finish()
 
-    def do_GET(self) -> None:
-        self._forward()
+    def handle_expect_100(self) -> bool:
+        # The body is invited only once the headers pass (in _forward), not on arrival.
+        return True
 
     def do_POST(self) -> None:
         self._forward()
 
+    # Other methods are refused in the API's shape, not with the stdlib's HTML 501.
+    do_GET = do_PUT = do_PATCH = do_DELETE = do_POST
+
     def _forward(self) -> None:
         proxy = self.server.proxy
-        body = self._read_body()
-        path = self.path.split("?", 1)[0]
-        lease = proxy._find(_key_of(self.headers))
+        lease = proxy._find(key_of(self.headers))
         if lease is None:
-            self._answer(401, "authentication_error", "evalsite proxy: unknown or expired key")
+            # Judged from the headers alone: a stranger's body is never read, however large.
+            self._refuse(401, "authentication_error", "unknown or expired key")
             return
-        if not any(path == p or path.startswith(p + "/") for p in FORWARDED_PATHS):
-            proxy._admit(lease, is_call=False)
-            self._answer(404, "not_found_error", f"evalsite proxy: {path} is not forwarded")
+        # The request line's own target: parse_request rewrites a leading "//" in self.path.
+        asked = self.requestline.split()[1]
+        target = forwarded_target(self.command, asked)
+        length = declared_length(self.headers)
+        if target is None or length is None or length > MAX_BODY:
+            proxy._count_refused(lease)
+            if target is None:
+                message = f"{self.command} {asked[:200]} is not forwarded"
+                self._refuse(404, "not_found_error", message)
+            elif length is None:
+                message = "a request body needs one plain Content-Length (chunked is not taken)"
+                self._refuse(411, "invalid_request_error", message)
+            else:
+                message = f"the request body is over the {MAX_BODY >> 20} MiB limit"
+                self._refuse(413, "request_too_large", message)
             return
-        is_call = self.command == "POST" and path == "/v1/messages"
-        refusal = proxy._admit(lease, is_call=is_call)
+        refusal = proxy._admit(lease)
         if refusal:
-            self._answer(400, "invalid_request_error", f"evalsite proxy: {refusal}")
+            # The run's normal end: the body (within the cap) is discarded so the CLI reads
+            # the refusal instead of a broken pipe, and the connection stays usable.
+            self._refuse(400, "invalid_request_error", refusal, discard=length)
             return
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in _NOT_FORWARDED}
-        headers["x-api-key"] = proxy.api_key
-        # Uncompressed, so the usage in the answer can be read as it streams past.
-        headers["accept-encoding"] = "identity"
-        target = proxy.upstream.path + self.path
         started = time.monotonic()
         meter = UsageMeter("")
         response = None
         try:
-            response = self._send_upstream(self.command, target, body, headers)
+            if self._expects_continue():
+                super().handle_expect_100()
+            # One buffer of the declared length (at most the cap), filled as the body arrives.
+            body = bytearray(length)
+            if not self._fill(memoryview(body)):
+                self.close_connection = True  # the client went away mid-body
+                return
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in _NOT_FORWARDED}
+            headers["x-api-key"] = proxy.api_key
+            # Uncompressed, so the usage in the answer can be read as it streams past.
+            headers["accept-encoding"] = "identity"
+            response = self._send_upstream(proxy.upstream.path + target, body, headers)
             meter = UsageMeter(response.getheader("content-type") or "")
             self._relay(response, meter)
         except (OSError, http.client.HTTPException) as exc:
             self._drop_upstream()
             if response is not None:
                 raise  # the client went away mid-answer: nobody to tell
-            message = f"evalsite proxy: the API is unreachable ({exc})"
+            message = f"the API is unreachable ({exc})"
             self._answer(502, "api_error", message, retry=True)
         finally:
-            if is_call:
-                status = response.status if response is not None and meter.complete else 0
-                proxy._record(lease, status, meter.usage(), time.monotonic() - started)
+            status = response.status if response is not None and meter.complete else 0
+            proxy._settle(
+                lease,
+                spends_tokens=target.partition("?")[0] != COUNT_TOKENS,
+                status=status,
+                usage=meter.usage(),
+                seconds=time.monotonic() - started,
+            )
 
-    def _read_body(self) -> bytes:
-        if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
-            parts = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    self.rfile.readline()
-                    return b"".join(parts)
-                parts.append(self.rfile.read(size))
-                self.rfile.readline()
-        return self.rfile.read(int(self.headers.get("content-length") or 0))
+    def _fill(self, view: memoryview) -> bool:
+        """Fill `view` with the body's next bytes; False when the client went away first."""
+        while view:
+            try:
+                read = self.rfile.readinto(view)
+            except OSError:
+                read = 0
+            if not read:
+                return False
+            view = view[read:]
+        return True
 
     def _send_upstream(
-        self, method: str, target: str, body: bytes, headers: dict[str, str]
+        self, target: str, body: bytearray, headers: dict[str, str]
     ) -> http.client.HTTPResponse:
         """The upstream's answer, over this client connection's own upstream connection.
 
@@ -299,13 +313,13 @@ class _Handler(BaseHTTPRequestHandler):
         if self._upstream is None:
             self._upstream = self.server.proxy.connection()
         try:
-            self._upstream.request(method, target, body=body or None, headers=headers)
+            self._upstream.request("POST", target, body=body, headers=headers)
             return self._upstream.getresponse()
         except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
             self._drop_upstream()
             if not reused:
                 raise
-            return self._send_upstream(method, target, body, headers)
+            return self._send_upstream(target, body, headers)
 
     def _drop_upstream(self) -> None:
         """Forget the upstream connection: after a failure it cannot carry another request."""
@@ -346,23 +360,37 @@ class _Handler(BaseHTTPRequestHandler):
             if not completed or response.will_close:
                 self._drop_upstream()
 
+    def _refuse(self, status: int, kind: str, message: str, *, discard: int | None = None) -> None:
+        """Answer a request that is not forwarded. Its body is not read and the connection
+        is closed, unless `discard` bytes of it are to be read past (never kept) to keep the
+        connection; not when the client waits for a 100 Continue to send them at all."""
+        if discard is None or self._expects_continue():
+            self.close_connection = True
+        else:
+            self.close_connection = not self._skip(discard)
+        self._answer(status, kind, message)
+
+    def _skip(self, length: int) -> bool:
+        """Read past `length` bytes of body, a chunk at a time; False if the client left."""
+        scratch = memoryview(bytearray(min(length, _CHUNK)))
+        while length > 0 and self._fill(scratch[: min(length, _CHUNK)]):
+            length -= min(length, _CHUNK)
+        return length == 0
+
+    def _expects_continue(self) -> bool:
+        return (self.headers.get("expect") or "").lower() == "100-continue"
+
     def _answer(self, status: int, kind: str, message: str, *, retry: bool = False) -> None:
         """An error of the proxy's own, in the API's shape."""
-        body = json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
+        error = {"type": kind, "message": f"evalsite proxy: {message}"}
+        body = json.dumps({"type": "error", "error": error}).encode()
         self.send_response_only(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(body)))
+        if self.close_connection:
+            self.send_header("connection", "close")
         # Stainless clients (the CLI's included) honour this: a refusal is final, an
         # unreachable API worth another try.
         self.send_header("x-should-retry", "true" if retry else "false")
         self.end_headers()
         self.wfile.write(body)
-
-
-def _key_of(headers: Any) -> str | None:
-    key = headers.get("x-api-key")
-    if key:
-        return key.strip()
-    authorization = headers.get("authorization") or ""
-    scheme, _, token = authorization.partition(" ")
-    return token.strip() if scheme.lower() == "bearer" else None
