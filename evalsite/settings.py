@@ -15,6 +15,8 @@ import dj_database_url
 from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
+from evalsite.cache import redis_cache
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -215,13 +217,8 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 if os.environ.get("EVALSITE_CACHE", "").lower() in {"off", "0", "false"}:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}
 elif REDIS_URL:
-    CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": REDIS_URL,
-            "KEY_PREFIX": "evalsite",
-        }
-    }
+    # JSON, not Django's pickle: what Redis holds is never run (evalsite/cache.py).
+    CACHES = {"default": redis_cache(REDIS_URL)}
 else:
     CACHES = {
         "default": {
