@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from datetime import timedelta
 
 from django import forms
@@ -52,10 +53,22 @@ class LoginView(auth_views.LoginView):
         return super().form_invalid(form)
 
     def _throttle_key(self) -> str:
-        username = (self.request.POST.get("username") or "").strip().lower()
         address = self.request.META.get("REMOTE_ADDR", "")
+        username = throttled_name(self.request.POST.get("username") or "")
         digest = hashlib.sha256(f"{username}|{address}".encode()).hexdigest()
         return f"evalsite:login-failures:{digest}"
+
+
+def throttled_name(username: str) -> str:
+    """The name failures are counted under: every spelling the login reads as one user counts
+    as one.
+
+    The login form NFKC-normalises the username (fullwidth "ａｄｍｉｎ" logs in as "admin"), so
+    the count must too, or each spelling gets 10 tries of its own; case-folded as well, and
+    normalised again because folding can undo NFKC ("ǰ" folds to "j" and a combining caron).
+    """
+    folded = unicodedata.normalize("NFKC", username.strip()).casefold()
+    return unicodedata.normalize("NFKC", folded)
 
 
 @require_GET

@@ -170,3 +170,18 @@ def test_logins_are_refused_after_ten_failures(user, settings) -> None:
     assert "Too many failed logins" in refused.content.decode()
     other = client.post("/accounts/login/", {"username": "someone-else", "password": "no"})
     assert other.status_code == 200
+
+
+@pytest.mark.parametrize("spelling", ["ｒｅｖｉｅｗｅｒ", "REVIEWER", "Reviewer "])
+def test_every_spelling_of_a_username_shares_its_ten_failures(user, spelling: str) -> None:
+    client = Client()
+    for _ in range(10):
+        client.post("/accounts/login/", {"username": "reviewer", "password": "no"})
+
+    # Fullwidth letters are the same account to the login form (NFKC): the right password
+    # would let a guesser in had these spellings been counted apart.
+    again = client.post(
+        "/accounts/login/", {"username": spelling, "password": "correct horse battery"}
+    )
+
+    assert again.status_code == 429
