@@ -151,6 +151,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Near the outside, so its response step comes last, after every page (404s included)
+    # is written: agents' bidirectional controls shown as <U+202E>, never obeyed.
+    "evalsite.bidi.VisibleBidiControlsMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -1,7 +1,8 @@
 """Hostile agent text: the XSS fixtures every view that shows what agents wrote must survive.
 
 `hostile_workspace` writes one eval-magic iteration whose prompt, final messages, assistant
-messages, tool arguments and results, evidence and reviewer feedback are all these payloads.
+messages, tool arguments and results, evidence and reviewer feedback are all these payloads,
+and whose diff.patch names a file with a bidirectional override in it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ PAYLOADS = (
     "<svg onload=alert('svg')></svg>",
     "<iframe src=\"javascript:alert('iframe')\"></iframe>",
     "`code` **bold** <b onclick=alert('b')>b</b>",
+    # Trojan Source: an override and isolates that would show this line in another order.
+    "access = 'user' /* \u202e } \u2066if (is_admin)\u2069 \u2066 admins only */",
 )
 #: One text holding every payload, as Markdown an agent might write.
 HOSTILE = "Summary with payloads:\n\n" + "\n\n".join(PAYLOADS) + "\n\nunique-hostile-marker"
@@ -64,7 +67,16 @@ def hostile_workspace(root: Path) -> Path:
         for result in graded["assertion_results"]:
             result["evidence"] = f"matched ordinal 1: {HOSTILE}"
         write_json(run_dir / "grading.json", graded)
+        (run_dir / "diff.patch").write_text(hostile_patch(condition), encoding="utf-8")
     return folder
+
+
+def hostile_patch(condition: str) -> str:
+    """A diff.patch whose file name and added line hold bidirectional controls."""
+    return (
+        "--- a/run\u202ehs.txt\n+++ b/run\u202ehs.txt\n@@ -1 +1 @@\n-echo ok\n"
+        f"+echo {condition} \u2066# \u202erm -rf /\u2069\n"
+    )
 
 
 class _Markup(HTMLParser):
