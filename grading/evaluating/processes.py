@@ -16,7 +16,11 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .diskquota import DiskWatch
 
 #: How often the process count and the wall clock are checked.
 WATCH_SECONDS = 0.02
@@ -47,6 +51,13 @@ class LimitExceeded(SandboxError):
         super().__init__(message)
 
 
+def _setting(name: str, default: int) -> int:
+    """An operator's setting for a default limit, where Django is configured."""
+    from django.conf import settings
+
+    return int(getattr(settings, name, default)) if settings.configured else default
+
+
 @dataclass(frozen=True)
 class Limits:
     wall_seconds: float = 120.0
@@ -56,6 +67,14 @@ class Limits:
     max_processes: int = 256
     file_bytes: int = 1024**3  # the largest file a command may write
     tmp_bytes: int = 256 * 1024**2  # each of /tmp, /var/tmp and /dev/shm (memory-backed)
+    #: What the task folder (and every writable bind) may hold in all, counted across the
+    #: run's commands since the folder keeps what each wrote: a per-file limit alone let one
+    #: command write 3 GB to the host's disk. Watched, like the process count.
+    disk_bytes: int = field(
+        default_factory=lambda: _setting("EVALSITE_RUN_DISK_BYTES", 2 * 1024**3)
+    )
+    #: Files and folders it may hold: a million empty files fill a disk's inodes instead.
+    disk_entries: int = field(default_factory=lambda: _setting("EVALSITE_RUN_DISK_FILES", 200_000))
     #: Commands run at a lower priority than runevals and the sandbox's PID 1, so that the
     #: watch and the kill still get the CPU against a fork bomb: at equal priority, killing
     #: one waited ~0.9 s behind 300 runnable processes on two cores, by then 2,500 of them.
@@ -82,6 +101,10 @@ def describe(limit: str, limits: Limits) -> str:
         "memory_bytes": f"it ran out of memory (limit {_size(limits.memory_bytes)} per process)",
         "max_processes": f"it started more than {limits.max_processes} processes",
         "file_bytes": f"it wrote a file larger than {_size(limits.file_bytes)}",
+        "disk_bytes": (
+            f"the task folder grew past {_size(limits.disk_bytes)} or "
+            f"{limits.disk_entries:,} files (the run's disk quota)"
+        ),
     }.get(limit, limit)
 
 
@@ -201,7 +224,13 @@ class Supervisor:
     """Enforces wall time and the process count on one process; collects bounded output."""
 
     def __init__(
-        self, process: SandboxedProcess, status: int | None, limits: Limits, *, unsafe: bool
+        self,
+        process: SandboxedProcess,
+        status: int | None,
+        limits: Limits,
+        *,
+        unsafe: bool,
+        writable: Sequence[Path] = (),
     ) -> None:
         self.process = process
         self.status = status
@@ -210,6 +239,7 @@ class Supervisor:
         self.status_data = b""
         self.started = time.monotonic()
         self.stopped_by: str | None = None
+        self.disk = DiskWatch(writable, limits) if writable else None
 
     def _status(self, data: bytes) -> None:
         """bwrap's status pipe: it names the sandbox's PID 1 first (then its exit code)."""
@@ -244,6 +274,8 @@ class Supervisor:
             self.stopped_by = "wall_seconds"
         elif self._processes() > self.limits.max_processes:
             self.stopped_by = "max_processes"
+        elif self.disk is not None and self.disk.over():
+            self.stopped_by = "disk_bytes"
         if self.stopped_by is not None:
             self.process.limit = self.stopped_by
             kill_tree(self.process)

@@ -201,7 +201,9 @@ def run(
         stderr=subprocess.PIPE,
     )
     try:
-        return Supervisor(process, status, limits, unsafe=unsafe).collect(stdin)
+        writable = [Path(folder), *(Path(source) for source, _ in binds)]
+        supervisor = Supervisor(process, status, limits, unsafe=unsafe, writable=writable)
+        return supervisor.collect(stdin)
     finally:
         kill_tree(process)
         if status is not None:
@@ -242,6 +244,7 @@ def spawn(
         stdin=stdin,
         stderr=stderr,
     )
-    supervisor = Supervisor(process, status, limits, unsafe=unsafe)
+    writable = [Path(folder), *(Path(source) for source, _ in binds)]
+    supervisor = Supervisor(process, status, limits, unsafe=unsafe, writable=writable)
     threading.Thread(target=supervisor.watch, name="sandbox-watch", daemon=True).start()
     return process

@@ -128,8 +128,8 @@ class Toolbox:
             return cap(handler(args)), False
         except ToolError as exc:
             return cap(str(exc)), True
-        except sandbox.SandboxUnavailable:
-            raise  # evalsite's failure, not the agent's: the run is errored
+        except (sandbox.SandboxUnavailable, sandbox.LimitExceeded):
+            raise  # evalsite's failure, or the run's quota spent: the run is errored
         except Exception as exc:  # noqa: BLE001 - whatever broke, the agent sees it; the run goes on
             return cap(f"{type(exc).__name__}: {exc}"), True
 
@@ -277,6 +277,12 @@ class Toolbox:
         if done.limit == "memory_bytes":  # read from stderr: a remark, the output stands
             output += (
                 f"\n[{sandbox.describe(done.limit, limits).replace('it ran', 'it may have run')}]"
+            )
+        elif done.limit == "disk_bytes":
+            # The folder keeps what was written, so every later command would be stopped
+            # too: the run ends here, errored, saying why.
+            raise sandbox.LimitExceeded(
+                done.limit, f"Bash was stopped: {sandbox.describe(done.limit, limits)}"
             )
         elif done.limit:
             why = sandbox.describe(done.limit, limits)

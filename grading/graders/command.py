@@ -12,14 +12,13 @@ from __future__ import annotations
 import itertools
 import os
 import re
-import shutil
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import regex
 
-from grading.evaluating import sandbox
+from grading.evaluating import hostfiles, sandbox
 
 from .rustregex import RustRegexError, compile_rust_bounded
 from .verdict import Verdict
@@ -104,44 +103,58 @@ class SetupFileError(Exception):
     """A `setup_files` entry that cannot be copied; the message names it."""
 
 
+#: A held-out file is a test or its data; one larger is not something to copy per run.
+MAX_SETUP_FILE_BYTES = 64 * 1024**2
+
+
 def copy_setup_files(paths: list[str], *, evals_dir: Path, task_dir: Path) -> None:
-    """Copy held-out files (relative to the skill's evals/) to the same path in the task."""
-    for declared in paths:
-        relative = PurePosixPath(declared.replace("\\", "/"))
-        if relative.is_absolute() or ".." in relative.parts or not relative.parts:
-            raise SetupFileError(f"setup file {declared!r} must be relative, without '..'")
-        if relative.parts[0].lower() == ".git":
-            raise SetupFileError(f"setup file {declared!r} may not write the task's .git")
-        source, target = evals_dir / relative, task_dir / relative
-        if source.is_dir():
-            pairs = [
-                (path, target / path.relative_to(source))
-                for path in sorted(source.rglob("*"))
-                if path.is_file()
-            ]
-        elif source.is_file():
-            pairs = [(source, target)]
-        else:
-            raise SetupFileError(f"setup file {declared!r} not found under {evals_dir}")
-        for origin, destination in pairs:
-            _copy_into_task(origin, destination, task_dir=task_dir, declared=declared)
+    """Copy held-out files (relative to the skill's evals/) to the same path in the task.
 
-
-def _copy_into_task(source: Path, target: Path, *, task_dir: Path, declared: str) -> None:
-    """Copy one file, never through a link the agent left: the grader writes only in the task.
-
-    Checked file by file, because a folder of setup files may meet a symlinked subfolder.
+    Both ends are untrusted: the skill's author may have linked a setup file to a host file
+    and the agent may have left links where it lands, so both are walked by `hostfiles`
+    (a link on either side is refused, never followed; a link the agent left as the file
+    itself is replaced).
     """
-    if not target.parent.resolve().is_relative_to(task_dir.resolve()):
-        raise SetupFileError(f"setup file {declared!r} would land outside the task folder")
-    if target.is_symlink():
-        if not target.resolve().is_relative_to(task_dir.resolve()):
-            raise SetupFileError(f"setup file {declared!r} would land outside the task folder")
-        target.unlink()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if not target.parent.resolve().is_relative_to(task_dir.resolve()):
-        raise SetupFileError(f"setup file {declared!r} would land outside the task folder")
-    shutil.copyfile(source, target)
+    for declared in paths:
+        try:
+            parts = hostfiles.relative_parts(declared)
+        except hostfiles.UntrustedPath:
+            raise SetupFileError(
+                f"setup file {declared!r} must be relative, without '..'"
+            ) from None
+        if not parts:
+            raise SetupFileError(f"setup file {declared!r} must be relative, without '..'")
+        if parts[0].lower() == ".git":
+            raise SetupFileError(f"setup file {declared!r} may not write the task's .git")
+        relative = PurePosixPath(*parts)
+        try:
+            found = hostfiles.entry_kind(evals_dir, relative)
+            if found == "a directory":
+                files = [relative / f for f in hostfiles.regular_files(evals_dir, relative)]
+            elif found == "a regular file":
+                files = [relative]
+            elif found is None:
+                raise SetupFileError(f"setup file {declared!r} not found under {evals_dir}")
+            else:
+                raise SetupFileError(f"setup file {declared!r} is {found}; refused")
+            contents = [
+                (
+                    file,
+                    hostfiles.read_whole(
+                        evals_dir, file, max_bytes=MAX_SETUP_FILE_BYTES, what="a setup file"
+                    ),
+                )
+                for file in files
+            ]
+        except hostfiles.UntrustedPath as exc:
+            raise SetupFileError(f"setup file {declared!r}: {exc}") from None
+        for file, data in contents:
+            try:
+                hostfiles.write(task_dir, file, data)
+            except hostfiles.UntrustedPath as exc:
+                raise SetupFileError(
+                    f"setup file {declared!r} would land outside the task folder ({exc})"
+                ) from None
 
 
 def command_check(

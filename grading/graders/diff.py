@@ -11,14 +11,13 @@ committing, switching branches) does not hide a change.
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grading.evaluating import sandbox
+from grading.evaluating import hostfiles, sandbox
 
 from .verdict import Verdict
 
@@ -66,8 +65,12 @@ g add --all -- .
 set -- diff --cached --no-renames --no-ext-diff --no-textconv "$base"
 g "$@" --raw --numstat -z > "$out/raw"
 g "$@" -U0 --no-color --src-prefix=a/ --dst-prefix=b/ > "$out/patch"
+grep -c '^@@ ' "$out/patch" > "$out/hunks" || true
 """
-#: git's output goes to files, not through the sandbox's 1 MiB output budget.
+#: The numstat of a change this large is already more than any page shows.
+RAW_CAP_BYTES = 16 * 1024**2
+#: git's output goes to files, not through the sandbox's 1 MiB output budget; the scratch
+#: folder is writable inside the sandbox, so they are read back through `hostfiles`.
 _GIT_LIMITS = sandbox.Limits(wall_seconds=120.0, cpu_seconds=120, output_bytes=64 * 1024)
 
 
@@ -78,16 +81,16 @@ def measure_diff(task_dir: Path, *, baseline: str | None = None) -> DiffMeasurem
     runs what it names (a clean filter, an fsmonitor hook), so it gets no more reach than
     the agent's own commands had.
     """
-    if not (task_dir / ".git").exists():
+    if hostfiles.entry_kind(task_dir, ".git") != "a directory":
         raise DiffError(f"{task_dir} is not a git repository")
     with tempfile.TemporaryDirectory(prefix="evalsite-diff-") as scratch_dir:
         scratch = Path(scratch_dir)
         env = _git_environment(scratch / "index", task_dir=task_dir)
-        own_index = task_dir / ".git" / "index"
-        copied = bool(baseline) and own_index.is_file() and not _agent_used_git(task_dir)
-        if copied:
+        index = _untouched_index(task_dir) if baseline else None
+        copied = index is not None
+        if index is not None:
             # The repository's index still is the baseline's: copying it spares a git process.
-            shutil.copyfile(own_index, env["GIT_INDEX_FILE"])
+            Path(env["GIT_INDEX_FILE"]).write_bytes(index)
         try:
             done = sandbox.run(
                 [
@@ -110,10 +113,23 @@ def measure_diff(task_dir: Path, *, baseline: str | None = None) -> DiffMeasurem
         if done.returncode != 0:
             lines = done.stderr.strip().splitlines()
             raise DiffError(f"git failed: {lines[-1] if lines else done.limit or done.returncode}")
-        raw_and_numstat = _read(scratch / "raw")
-        patch = zero_context = _read(scratch / "patch")
+        try:
+            raw = hostfiles.read(scratch, "raw", max_bytes=RAW_CAP_BYTES)
+            patch_file = hostfiles.read(scratch, "patch", max_bytes=PATCH_CAP_BYTES)
+            hunks_file = hostfiles.read(scratch, "hunks", max_bytes=64)
+        except (OSError, hostfiles.UntrustedPath) as exc:
+            # What the agent's git filters left in git's place is named, never followed.
+            raise DiffError(f"git's output could not be read: {exc}") from None
+        if raw.truncated:
+            raise DiffError(f"the diff's file list is over {RAW_CAP_BYTES} bytes")
+        raw_and_numstat = raw.data.decode("utf-8", errors="replace")
+        patch = patch_file.data.decode("utf-8", errors="replace")
 
-    kinds, counts = _parse_raw_numstat(raw_and_numstat)
+    try:
+        kinds, counts = _parse_raw_numstat(raw_and_numstat)
+        hunks = int(hunks_file.data.decode("ascii", errors="replace").strip() or 0)
+    except ValueError:
+        raise DiffError("git's output was not a diff (was it replaced during `git add`?)") from None
     files = [
         {
             "path": path,
@@ -123,8 +139,7 @@ def measure_diff(task_dir: Path, *, baseline: str | None = None) -> DiffMeasurem
         }
         for path, (added, removed) in counts.items()  # in git's own path order
     ]
-    hunks = sum(1 for line in zero_context.splitlines() if line.startswith("@@ "))
-    patch_text, truncated = _cap_patch(patch)
+    patch_text, truncated = _cap_patch(patch, size=patch_file.size)
     record = {
         "files_touched": len(files),
         "lines_added": sum(f["lines_added"] for f in files),
@@ -185,18 +200,22 @@ def _cmp(ok: bool) -> str:
     return "<=" if ok else ">"
 
 
-def _read(path: Path) -> str:
-    with open(path, "rb") as handle:
-        return handle.read().decode("utf-8", errors="replace")
+#: A fresh index of a fixture tree is small; anything larger is not worth the shortcut.
+_INDEX_CAP_BYTES = 8 * 1024**2
 
 
-def _agent_used_git(task_dir: Path) -> bool:
-    """Whether anything but the baseline commit touched the repository (its reflog grew)."""
-    head_log = task_dir / ".git" / "logs" / "HEAD"
+def _untouched_index(task_dir: Path) -> bytes | None:
+    """The repository's own index when nothing but the baseline commit touched it (its
+    reflog has one line), else None. Both are the agent's to replace — with a link to a
+    host file, a FIFO — so they are read through `hostfiles`, and anything odd is None."""
     try:
-        return len(head_log.read_text(encoding="utf-8", errors="replace").splitlines()) != 1
-    except OSError:
-        return True
+        head_log = hostfiles.read(task_dir, ".git/logs/HEAD", max_bytes=64 * 1024)
+        index = hostfiles.read(task_dir, ".git/index", max_bytes=_INDEX_CAP_BYTES)
+    except (OSError, hostfiles.UntrustedPath):
+        return None
+    if head_log.truncated or index.truncated or head_log.data.count(b"\n") != 1:
+        return None
+    return index.data
 
 
 def _git_environment(index: Path, *, task_dir: Path) -> dict[str, str]:
@@ -242,10 +261,11 @@ def _count(field: str) -> int:
     return 0 if field == "-" else int(field)
 
 
-def _cap_patch(patch: str) -> tuple[str, bool]:
+def _cap_patch(patch: str, *, size: int) -> tuple[str, bool]:
+    """The patch as read (at most PATCH_CAP_BYTES of a file of `size` bytes), marked when cut."""
     encoded = patch.encode("utf-8")
-    if len(encoded) <= PATCH_CAP_BYTES:
+    if size <= PATCH_CAP_BYTES and len(encoded) <= PATCH_CAP_BYTES:
         return patch, False
     kept = encoded[:PATCH_CAP_BYTES].decode("utf-8", errors="ignore")
-    marker = f"\n[diff.patch truncated: {len(encoded)} bytes, the first {PATCH_CAP_BYTES} kept]\n"
+    marker = f"\n[diff.patch truncated: {size} bytes, the first {PATCH_CAP_BYTES} kept]\n"
     return kept + marker, True

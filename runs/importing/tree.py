@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,12 +123,21 @@ def read_result_file(path: Path, *, display: str) -> bytes:
 
 
 def _read(path: str, display: str) -> bytes:
-    """A file's bytes; a file the importer may not read is one line, not a traceback."""
+    """A file's bytes; a file the importer may not read is one line, not a traceback.
+
+    Opened without following a link and without blocking, and checked on the descriptor:
+    the folder was listed a moment ago, and what stands there now may have been swapped
+    for a link to a host file or a FIFO.
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        descriptor = os.open(path, flags)
     except OSError as exc:
         raise ImportFailure(f"cannot be read: {exc.strerror or exc}", path=display) from None
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise ImportFailure("is not a regular file; not read", path=display)
+        return handle.read()
 
 
 def read_tree(root: Path, *, display: str) -> FileTree:
