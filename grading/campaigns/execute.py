@@ -4,7 +4,8 @@ it once, and finalise the iteration when its last run is in.
 Exactly once, with late acknowledgement (a message may be delivered twice, never lost):
 - a run is claimed by a conditional update (pending, or running with a silent worker), so
   only one attempt plays it at a time; a second delivery of a live run is deferred;
-- the playing worker heartbeats; one silent for three beats has its run taken over;
+- the playing worker heartbeats; one silent for three beats has its run sent again by the
+  sweep (recovery.py) and taken over by the worker that claims it;
 - each attempt's files go to their own place in the store, and the run is recorded by a
   conditional update naming the attempt: a superseded attempt records nothing;
 - the iteration is finalised by whoever moves it from running to finalising (another
@@ -13,34 +14,35 @@ Exactly once, with late acknowledgement (a message may be delivered twice, never
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import shutil
 import socket
-import tempfile
-import threading
 import uuid
-from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import DatabaseError, connection
 from django.db.models import F, Q
 from django.utils import timezone
 
-from grading.evaluating.plan import Plan, RunPlan
+from grading.evaluating.plan import RunPlan
 from grading.evaluating.report import iteration_report
-from grading.evaluating.runner import IterationRun, Runner, RunOutcome, write_error
-from grading.evaluating.sandbox import unsandboxed
+from grading.evaluating.runner import IterationRun, RunOutcome, write_error
 from runs.importing import ImportFailure, import_workspace
 from runs.models import Iteration
 
-from .models import QueuedIteration, QueuedRun
+from .models import QueuedIteration, QueuedRun, silent_since
 from .options import CampaignOptions
-from .store import RunStore, unpack_skill
-from .workflow import anthropic_client
+from .store import RunStore
+from .worker import (
+    forget,
+    forget_finished_iterations,
+    heartbeat,
+    problem_here,
+    runner,
+    sandbox_mode,
+    scratch,
+    worker_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -56,22 +58,14 @@ class Deferred(Exception):
         self.countdown = countdown
 
 
-def worker_name() -> str:
-    return f"{socket.gethostname()} pid {os.getpid()}"
-
-
-def _silent_since() -> datetime:
-    """Heartbeats older than this are from a worker presumed lost."""
-    return timezone.now() - timedelta(seconds=3 * settings.EVALSITE_QUEUE_HEARTBEAT)
-
-
 def play_queued_run(pk: int) -> None:
     """The task's body: play run `pk` unless it is finished or held; then maybe finalise."""
     run = QueuedRun.objects.select_related("iteration__campaign").filter(pk=pk).first()
-    if run is None:  # its campaign was deleted
+    if run is None:
+        log.warning("queued run #%s does not exist (its campaign was deleted?): dropped", pk)
         return
     iteration = run.iteration
-    _forget_finished_iterations()
+    forget_finished_iterations()
     if iteration.state == QueuedIteration.State.RUNNING and run.state not in QueuedRun.FINISHED:
         attempt = _claim(run)
         if attempt is None:
@@ -89,7 +83,7 @@ def _claim(run: QueuedRun) -> str | None:
         QueuedRun.objects.filter(pk=run.pk)
         .filter(
             Q(state=QueuedRun.State.PENDING)
-            | Q(state=QueuedRun.State.RUNNING, heartbeat_at__lt=_silent_since())
+            | Q(state=QueuedRun.State.RUNNING, heartbeat_at__lt=silent_since(timezone.now()))
         )
         .update(
             state=QueuedRun.State.RUNNING,
@@ -117,7 +111,7 @@ def _play_and_record(run: QueuedRun, attempt: str) -> None:
         mine.update(heartbeat_at=timezone.now())
 
     with heartbeat(beat):
-        folder = _scratch(iteration.pk) / "runs"
+        folder = scratch(iteration.pk) / "runs"
         try:
             outcome = _play(iteration, options, folder, planned)
             store.put_folder(folder / planned.relpath, attempt_key)
@@ -126,7 +120,7 @@ def _play_and_record(run: QueuedRun, attempt: str) -> None:
             shutil.rmtree(folder / planned.relpath, ignore_errors=True)
             if run.attempts < MAX_ATTEMPTS:
                 QueuedRun.objects.filter(pk=run.pk, attempt=attempt).update(
-                    state=QueuedRun.State.PENDING, attempt=""
+                    state=QueuedRun.State.PENDING, attempt="", sent_at=timezone.now()
                 )
                 raise Deferred(settings.EVALSITE_QUEUE_HEARTBEAT) from exc
             outcome = _errored(folder, planned, f"{type(exc).__name__}: {exc}")
@@ -153,11 +147,10 @@ def _play(
     iteration: QueuedIteration, options: CampaignOptions, folder: Path, planned: RunPlan
 ) -> RunOutcome:
     """The run, played here exactly as runevals plays it locally (Runner.run_one)."""
-    if (problem := _problem_here(options)) is not None:
+    if (problem := problem_here(options)) is not None:
         return _errored(folder, planned, f"worker {socket.gethostname()}: {problem}")
-    runner = _runner(iteration, options)
     with sandbox_mode(options.sandbox):
-        return runner.run_one(folder, planned)
+        return runner(iteration, options).run_one(folder, planned)
 
 
 def _errored(folder: Path, planned: RunPlan, message: str) -> RunOutcome:
@@ -169,32 +162,29 @@ def _errored(folder: Path, planned: RunPlan, message: str) -> RunOutcome:
     return RunOutcome(planned, errored=error)
 
 
-_problems: dict[tuple, str | None] = {}
-
-
-def _problem_here(options: CampaignOptions) -> str | None:
-    """options.problem_playing_here(), once per process and options (it starts bubblewrap)."""
-    key = (options.harness, options.sandbox)
-    if key not in _problems:
-        _problems[key] = options.problem_playing_here()
-    return _problems[key]
-
-
 # --- finalising ---------------------------------------------------------------------------
+
+
+def finalise_queued_iteration(pk: int) -> None:
+    """The finalise task's body (--resume, the sweep): maybe_finalise an iteration that exists."""
+    if not QueuedIteration.objects.filter(pk=pk).exists():
+        log.warning("queued iteration #%s does not exist (its campaign was deleted?): dropped", pk)
+        return
+    maybe_finalise(pk)
 
 
 def maybe_finalise(pk: int) -> None:
     """Finalise iteration `pk` if its last run is recorded and nobody (alive) is doing it."""
     if QueuedRun.objects.filter(iteration_id=pk).exclude(state__in=QueuedRun.FINISHED).exists():
         return
-    me = worker_name()
+    me, now = worker_name(), timezone.now()
     won = (
         QueuedIteration.objects.filter(pk=pk)
         .filter(
             Q(state=QueuedIteration.State.RUNNING)
-            | Q(state=QueuedIteration.State.FINALISING, finalising_at__lt=_silent_since())
+            | Q(state=QueuedIteration.State.FINALISING, finalising_at__lt=silent_since(now))
         )
-        .update(state=QueuedIteration.State.FINALISING, finaliser=me, finalising_at=timezone.now())
+        .update(state=QueuedIteration.State.FINALISING, finaliser=me, finalising_at=now)
     )
     if won:
         finalise(QueuedIteration.objects.select_related("campaign").get(pk=pk), me)
@@ -235,7 +225,7 @@ def finalise(iteration: QueuedIteration, me: str) -> None:
         finished_at=timezone.now(),
     ):
         RunStore().delete_folder(iteration.internals_key)
-    _forget(iteration.pk)
+    forget(iteration.pk)
 
 
 def _assemble_and_import(iteration: QueuedIteration) -> dict:
@@ -247,7 +237,7 @@ def _assemble_and_import(iteration: QueuedIteration) -> dict:
         shutil.rmtree(folder, ignore_errors=True)
         store.get_folder(iteration.store_key, folder)
     options = CampaignOptions.from_data(iteration.campaign.options)
-    runner = _runner(iteration, options)
+    played_by = runner(iteration, options)
     runs = list(iteration.runs.all())
     for run in runs:
         relpath = run.plan_run().relpath
@@ -256,132 +246,9 @@ def _assemble_and_import(iteration: QueuedIteration) -> dict:
             store.get_folder(run.attempt_key, folder / relpath)
         elif store.has_folder(run.attempt_key):  # (else moved by a finaliser that was lost)
             store.move_folder(run.attempt_key, f"{iteration.store_key}/{relpath}")
-    runner.finish(folder)
+    played_by.finish(folder)
     if downloaded:
         store.put_folder(folder, iteration.store_key)
     import_workspace([folder])
     result = IterationRun(iteration.skill_name, folder, [run.outcome() for run in runs])
     return iteration_report(result)
-
-
-# --- this process's share of the work -----------------------------------------------------
-
-_runners: dict[int, Runner] = {}
-_runners_lock = threading.Lock()
-
-
-def _scratch(pk: int) -> Path:
-    """This process's own working folder for queued iteration `pk` (task folders,
-    templates, the skill): never shared, as two processes would rebuild each other's."""
-    owner = f"{socket.gethostname()}-{os.getpid()}"
-    return settings.EVALSITE_WORKSPACE_DIR / ".worker" / owner / str(pk)
-
-
-def _runner(iteration: QueuedIteration, options: CampaignOptions) -> Runner:
-    """One Runner per iteration and process, so each eval's template is built once here."""
-    with _runners_lock:
-        if iteration.pk not in _runners:
-            scratch = _scratch(iteration.pk)
-            skill_dir = scratch / "skill"
-            if not skill_dir.is_dir():
-                archive = RunStore().read(f"{iteration.internals_key}/skill.tar.gz")
-                scratch.mkdir(parents=True, exist_ok=True)
-                with tempfile.TemporaryDirectory(dir=scratch) as unpacked:
-                    os.replace(unpack_skill(archive, Path(unpacked)), skill_dir)
-            plan = Plan.from_data(iteration.plan, skill_dir)
-            settings_ = options.runner_settings(scratch)
-            _runners[iteration.pk] = Runner(plan, anthropic_client(), settings_)
-        return _runners[iteration.pk]
-
-
-def _forget(pk: int) -> None:
-    """Drop the iteration's runner, and its scratch folder unless --keep-env asked to keep
-    the task folders (then they stay here, under `.worker/`)."""
-    with _runners_lock:
-        runner = _runners.pop(pk, None)
-    if runner is None or not runner.settings.keep_env:
-        shutil.rmtree(_scratch(pk), ignore_errors=True)
-
-
-def _forget_finished_iterations() -> None:
-    """Drop the runners (and scratch) of iterations another worker finalised."""
-    with _runners_lock:
-        held = list(_runners)
-    if held:
-        active = set(
-            QueuedIteration.objects.active().filter(pk__in=held).values_list("pk", flat=True)
-        )
-        for pk in set(held) - active:
-            _forget(pk)
-
-
-def clean_lost_scratch() -> None:
-    """Remove the scratch folders of this host's worker processes that are gone (a worker
-    killed mid-run leaves its task folders behind)."""
-    root = settings.EVALSITE_WORKSPACE_DIR / ".worker"
-    host = socket.gethostname()
-    for folder in root.glob(f"{host}-*") if root.is_dir() else []:
-        pid = folder.name.removeprefix(f"{host}-")
-        if not pid.isdigit():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            shutil.rmtree(folder, ignore_errors=True)
-        except PermissionError:
-            pass  # alive, another user's
-
-
-@contextlib.contextmanager
-def heartbeat(beat: Callable[[], None]) -> Iterator[None]:
-    """Call `beat` every EVALSITE_QUEUE_HEARTBEAT seconds from a thread while inside."""
-    stop = threading.Event()
-
-    def loop() -> None:
-        try:
-            while not stop.wait(settings.EVALSITE_QUEUE_HEARTBEAT):
-                try:
-                    beat()
-                except DatabaseError:
-                    log.warning("heartbeat failed; the next one may get through", exc_info=True)
-        finally:
-            connection.close()  # this thread's own connection
-
-    thread = threading.Thread(target=loop, name="evalsite-heartbeat", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
-
-
-class _SandboxMode:
-    """`unsandboxed()` is process-wide: in one worker process, runs of an --unsafe-no-sandbox
-    campaign never overlap runs that must be sandboxed (each waits for the other kind)."""
-
-    def __init__(self) -> None:
-        self._changed = threading.Condition()
-        self._sandboxed: bool | None = None
-        self._inside = 0
-        self._exit = contextlib.ExitStack()
-
-    @contextlib.contextmanager
-    def __call__(self, sandboxed: bool) -> Iterator[None]:
-        with self._changed:
-            self._changed.wait_for(lambda: self._inside == 0 or self._sandboxed == sandboxed)
-            if self._inside == 0:
-                self._sandboxed = sandboxed
-                self._exit.enter_context(unsandboxed(not sandboxed))
-            self._inside += 1
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._inside -= 1
-                if self._inside == 0:
-                    self._exit.close()
-                    self._changed.notify_all()
-
-
-sandbox_mode = _SandboxMode()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Exists, F, Max, OuterRef, Q
 from django.urls import reverse
 from django.utils import timezone
 
@@ -24,6 +24,17 @@ from runs.models.fields import JSONField
 
 if TYPE_CHECKING:
     from grading.evaluating.runner import RunOutcome
+
+
+def silent_since(now: datetime) -> datetime:
+    """Heartbeats older than this are from a worker presumed lost: three missed beats."""
+    return now - timedelta(seconds=3 * settings.EVALSITE_QUEUE_HEARTBEAT)
+
+
+def forgotten_before(now: datetime) -> datetime:
+    """A task sent before this and not yet acted on may have been lost with the broker's
+    data (one it still held unacknowledged would have been delivered again by now)."""
+    return now - timedelta(seconds=settings.EVALSITE_QUEUE_VISIBILITY_TIMEOUT)
 
 
 class Campaign(models.Model):
@@ -69,6 +80,25 @@ class QueuedIterationQuerySet(models.QuerySet):
         """Iterations whose runs are still being played or whose import is under way."""
         return self.filter(state__in=QueuedIteration.ACTIVE)
 
+    def unfinalised(self, now: datetime) -> QueuedIterationQuerySet:
+        """Iterations whose finalise task must be sent (again): every run recorded three
+        beats ago and none finalising it, or finalising by a worker silent for three beats,
+        and no finalise task sent since (or only one the broker may have lost)."""
+        silent, forgotten = silent_since(now), forgotten_before(now)
+        runs = QueuedRun.objects.filter(iteration=OuterRef("pk"))
+        recorded = (
+            Q(state=QueuedIteration.State.RUNNING)
+            & ~Exists(runs.exclude(state__in=QueuedRun.FINISHED))
+            & ~Exists(runs.filter(finished_at__gte=silent))
+        )
+        recorded_since_sent = Exists(runs.filter(finished_at__gt=OuterRef("sent_at")))
+        finaliser_silent = Q(state=QueuedIteration.State.FINALISING, finalising_at__lt=silent)
+        never_or_long_ago = Q(sent_at__isnull=True) | Q(sent_at__lt=forgotten)
+        return self.filter(
+            recorded & (never_or_long_ago | recorded_since_sent)
+            | finaliser_silent & (never_or_long_ago | Q(sent_at__lt=F("finalising_at")))
+        )
+
     def with_counts(self) -> QueuedIterationQuerySet:
         """Each iteration with `done`, `errored`, `running` and `pending` run counts."""
         return self.annotate(
@@ -108,6 +138,8 @@ class QueuedIteration(models.Model):
     #: Why it failed (an import failure, a finaliser error), one line.
     error = models.TextField(blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    #: When a finalise task was last sent for it (by --resume or the sweep), if ever.
+    sent_at = models.DateTimeField(null=True, blank=True)
 
     objects = QueuedIterationQuerySet.as_manager()
 
@@ -140,6 +172,21 @@ class QueuedIteration(models.Model):
         return self.state in self.ACTIVE
 
 
+class QueuedRunQuerySet(models.QuerySet):
+    def lost(self, now: datetime) -> QueuedRunQuerySet:
+        """Unfinished runs of running iterations whose task must be sent again: held by a
+        worker silent for three beats and not sent since its last beat, or held by no live
+        worker and sent so long ago that the broker may have lost the task."""
+        silent = silent_since(now)
+        unheld = Q(state=QueuedRun.State.PENDING) | Q(
+            state=QueuedRun.State.RUNNING, heartbeat_at__lt=silent
+        )
+        return self.filter(iteration__state=QueuedIteration.State.RUNNING).filter(
+            Q(state=QueuedRun.State.RUNNING, heartbeat_at__lt=silent, sent_at__lt=F("heartbeat_at"))
+            | unheld & Q(sent_at__lt=forgotten_before(now))
+        )
+
+
 class QueuedRun(models.Model):
     """One eval × condition × run of a queued iteration, and where it stands."""
 
@@ -169,6 +216,10 @@ class QueuedRun(models.Model):
     calls = models.PositiveIntegerField(default=0)
     seconds = models.FloatField(default=0.0)
     error = models.TextField(blank=True)
+    #: When its play_run task was last sent: by runevals, a worker putting it back, the sweep.
+    sent_at = models.DateTimeField(default=timezone.now)
+
+    objects = QueuedRunQuerySet.as_manager()
 
     class Meta:
         ordering = ["iteration", "eval_id", "condition", "run_index"]

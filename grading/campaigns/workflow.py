@@ -20,6 +20,7 @@ from typing import Any
 import anthropic
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from grading.evaluating.folders import LockHeld
 from grading.evaluating.plan import Plan, PlanError, make_plan
@@ -29,6 +30,7 @@ from runs.importing import ImportFailure
 
 from .models import Campaign, QueuedIteration, QueuedRun
 from .options import REGRESSION, CampaignError, CampaignOptions
+from .recovery import sweep
 from .store import RunStore, skill_archive
 
 #: progress(outcome, done, total): one call per finished run.
@@ -212,10 +214,11 @@ def _send(campaign: Campaign, queued: list[QueuedIteration]) -> None:
 
     try:
         for iteration in queued:
-            pending = iteration.runs.exclude(state__in=QueuedRun.FINISHED).values_list(
-                "pk", flat=True
-            )
+            unfinished = iteration.runs.exclude(state__in=QueuedRun.FINISHED)
+            unfinished.update(sent_at=timezone.now())  # the sweep's clock (recovery.py)
+            pending = list(unfinished.values_list("pk", flat=True))
             if not pending:
+                QueuedIteration.objects.filter(pk=iteration.pk).update(sent_at=timezone.now())
                 tasks.finalise_iteration.apply_async((iteration.pk,), retry=False)
             for pk in pending:
                 tasks.play_run.apply_async((pk,), retry=False)
@@ -247,10 +250,14 @@ def wait(
     campaign: Campaign, *, progress: Progress | None = None, poll: float = 1.0
 ) -> CampaignResult:
     """Block until every iteration of the campaign is imported (or failed), telling progress
-    of each run as it finishes; the reports, or the first failure as a CampaignError."""
+    of each run as it finishes; the reports, or the first failure as a CampaignError.
+
+    While it waits it sweeps its campaign, as each worker sweeps them all: a run whose
+    worker is lost is sent again (recovery.py)."""
     reported: set[int] = set()
     runs = QueuedRun.objects.filter(iteration__campaign=campaign)
     total = runs.count()
+    next_sweep = time.monotonic()
     while True:
         finished = campaign.finished  # read before the runs: none finishes unseen
         for run in runs.filter(state__in=QueuedRun.FINISHED).exclude(pk__in=reported):
@@ -265,6 +272,9 @@ def wait(
                 "is a worker running (celery -A evalsite worker)? It stays queued; "
                 "runevals --queue --resume finishes it"
             )
+        if time.monotonic() >= next_sweep:
+            sweep(campaign=campaign)
+            next_sweep = time.monotonic() + settings.EVALSITE_QUEUE_HEARTBEAT
         time.sleep(poll)
     result = CampaignResult()
     for iteration in campaign.iterations.order_by("pk"):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evalsite.celery import app
-from grading.campaigns import execute
+from grading.campaigns import worker
 from tests.fakeapi import FakeAnthropic
 from tests.grading.test_runevals import good_agent
 
@@ -44,10 +44,10 @@ def celery_here(settings) -> Iterator[None]:
     settings.CELERY_BROKER_URL = "memory://"
     before = app.conf.task_always_eager, app.conf.broker_url
     app.conf.task_always_eager, app.conf.broker_url = True, "memory://"
-    execute._runners.clear()
+    worker._runners.clear()
     yield
     app.conf.task_always_eager, app.conf.broker_url = before
-    execute._runners.clear()
+    worker._runners.clear()
 
 
 @pytest.fixture

@@ -271,40 +271,74 @@ def test_two_workers_with_their_own_workspaces_play_one_campaign_imported_once(
     assert "Traceback" not in site.log("machine-a") + site.log("machine-b")
 
 
-def test_a_worker_killed_mid_run_leaves_the_run_to_another_recorded_once(
-    site: Site, tmp_path: Path
+@pytest.fixture
+def slow_api() -> Iterator[FakeAnthropic]:
+    """Runs of a few seconds each, so that a worker can be killed in the middle of one."""
+    with FakeAnthropic(good_agent, delay=0.6) as fake:
+        yield fake
+    assert not fake.errors, fake.errors
+
+
+def test_a_worker_killed_mid_run_has_its_run_played_again_within_seconds_recorded_once(
+    site: Site, slow_api: FakeAnthropic, tmp_path: Path
 ) -> None:
+    # As deployed: the broker would deliver the lost run again only after 4 hours; the
+    # heartbeat is short so the test is, and recovery should take about 3 beats + a sweep.
+    site.env.pop("EVALSITE_QUEUE_VISIBILITY_TIMEOUT")
+    site.env.update(EVALSITE_QUEUE_HEARTBEAT="1", ANTHROPIC_BASE_URL=slow_api.url)
     doomed = site.start_worker("machine-k", "threads", 1)
+    survivor = site.start_worker("machine-a", "threads", 2)
     site.wait_ready("machine-k")
+    site.wait_ready("machine-a")
     skill = make_skill(tmp_path / "skills", name="killed-worker")
 
-    queued = site.runevals("laptop", "--queue", str(skill), "--runs", "2")
-    assert queued.returncode == 0, queued.stderr
+    waiting = subprocess.Popen(
+        [*MANAGE, "runevals", "--harness", "messages", "--queue", "--wait", str(skill)],
+        env=site.on("laptop"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
 
-    def playing() -> list[tuple]:
-        return [
-            run
-            for run in queued_runs(site, "killed-worker")
-            if run[3] == "running" and run[5].endswith(f"pid {doomed.pid}")
-        ]
+        def playing() -> list[tuple]:
+            return [
+                run
+                for run in queued_runs(site, "killed-worker")
+                if run[3] == "running" and run[5].endswith(f"pid {doomed.pid}")
+            ]
 
-    (killed,) = wait_for(playing, "a run played by machine-k")
-    doomed.send_signal(signal.SIGKILL)
-    doomed.wait()
-    site.start_worker("machine-b", "prefork", 2)
+        (killed,) = wait_for(playing, "a run played by machine-k", timeout=30)
+        doomed.send_signal(signal.SIGKILL)
+        doomed.wait()
+        killed_at = time.monotonic()
 
-    def imported() -> bool:
-        return site.database.rows(
-            "SELECT state FROM campaigns_queuediteration WHERE skill_name = 'killed-worker'"
-        ) == [("imported",)]
+        def taken_over() -> bool:
+            runs = {run[:3]: run[3:] for run in queued_runs(site, "killed-worker")}
+            return runs[killed[:3]][1] == 2
 
-    wait_for(imported, "the iteration to be imported", timeout=90)
+        wait_for(taken_over, "the killed worker's run to be claimed again", timeout=30)
+        recovered = time.monotonic() - killed_at
+        out, err = waiting.communicate(timeout=30)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+            waiting.communicate()
+
+    assert waiting.returncode == 0, err
+    assert out.splitlines()[-1].startswith("killed-worker #1 (iteration-1); with_skill 1.00")
+    # Three missed beats, then the next sweep (every beat), then a free slot: seconds.
+    assert recovered < 10, f"played again {recovered:.1f} s after the kill"
+    print(f"\nthe killed worker's run was claimed again {recovered:.1f} s after kill -9")
     runs = {run[:3]: run[3:] for run in queued_runs(site, "killed-worker")}
     state, attempts, worker = runs[killed[:3]]
-    assert state == "done" and attempts == 2 and not worker.endswith(f"pid {doomed.pid}")
+    assert state == "done" and attempts == 2 and worker.endswith(f"pid {survivor.pid}")
     assert {state for state, *_ in runs.values()} == {"done"}
     rows = imported_runs(site, "killed-worker")
-    assert len(rows) == 8 and len({row[:3] for row in rows}) == 8
+    assert len(rows) == 4 and len({row[:3] for row in rows}) == 4
+    # Sent again by a sweep: the surviving worker's or --wait's, whichever came first.
+    resent = f"sent killed-worker iteration-1 eval-{killed[0]}/{killed[1]} again: its worker"
+    assert resent in site.log("machine-a") + err
     # The lost attempt left nothing behind in the store: only the iteration folder.
     assert not (site.store / ".queue" / "killed-worker" / "iteration-1").exists()
 

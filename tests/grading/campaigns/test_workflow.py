@@ -20,7 +20,7 @@ from django.core.management import CommandError, call_command
 from django.db import OperationalError, connection
 from django.utils import timezone
 
-from grading.campaigns import execute
+from grading.campaigns import execute, worker
 from grading.campaigns.models import Campaign, QueuedIteration, QueuedRun
 from grading.campaigns.store import RunStore
 from runs.models import Iteration, Run
@@ -96,7 +96,8 @@ def test_a_fixture_outside_the_skill_folder_cannot_be_queued(
     evals = [{**EVALS[1], "files_root": "../..", "files": ["shared.txt"]}]
     skill = make_skill(tmp_path, evals)
 
-    with pytest.raises(CommandError, match="is outside the skill folder") as info:
+    # Refused as the plan is made (files_root may not climb out), before anything is queued.
+    with pytest.raises(CommandError, match="files_root '../..' may not contain '..'") as info:
         runevals("--queue", str(skill))
 
     assert info.value.returncode == 2
@@ -286,7 +287,7 @@ def test_a_worker_cleans_up_after_this_hosts_lost_workers(workspace: Path) -> No
     for folder in (lost, alive, elsewhere):
         folder.mkdir(parents=True)
 
-    execute.clean_lost_scratch()
+    worker.clean_lost_scratch()
 
     assert not lost.parent.parent.exists() and alive.is_dir() and elsewhere.is_dir()
 
