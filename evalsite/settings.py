@@ -305,8 +305,8 @@ else:
     }
 
 # runevals --queue: Celery over Redis. Late acknowledgement, so a run whose worker dies is
-# delivered again (at once when a pool process dies; after the visibility timeout when the
-# whole worker is lost), and one run at a time per worker slot, so runs spread over workers.
+# delivered again (at once when a pool process dies; when the whole worker is lost, the sweep
+# below sends it first), and one run at a time per worker slot, so runs spread over workers.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -316,7 +316,9 @@ CELERY_TASK_SERIALIZER = CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-# Longer than the longest run: an unacknowledged run is delivered again after this long.
+# An unacknowledged task is delivered again after this long: the broker's safety net, as a
+# lost worker's run is sent again sooner by the sweep. Longer than the longest run, so that
+# a run still playing is not delivered twice.
 EVALSITE_QUEUE_VISIBILITY_TIMEOUT = env_int("EVALSITE_QUEUE_VISIBILITY_TIMEOUT", 4 * 3600)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": EVALSITE_QUEUE_VISIBILITY_TIMEOUT,
@@ -324,9 +326,11 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_interval": min(10, max(1, EVALSITE_QUEUE_VISIBILITY_TIMEOUT // 2)),
     "unacked_restore_throttle": 1,
 }
-# A running run's worker signals every EVALSITE_QUEUE_HEARTBEAT seconds; after three missed
-# signals another worker takes the run over. A campaign with no run activity for
-# EVALSITE_QUEUE_STALE_AFTER seconds no longer holds its skills' locks.
+# A running run's worker signals every EVALSITE_QUEUE_HEARTBEAT seconds, and every worker
+# and `runevals --queue --wait` sweeps as often: a run silent for three signals is sent again
+# and taken over by the worker it reaches (about 3 beats + a sweep: 2 minutes by default).
+# A campaign with no run activity for EVALSITE_QUEUE_STALE_AFTER seconds no longer holds its
+# skills' locks.
 EVALSITE_QUEUE_HEARTBEAT = env_float("EVALSITE_QUEUE_HEARTBEAT", 30.0)
 EVALSITE_QUEUE_STALE_AFTER = env_float("EVALSITE_QUEUE_STALE_AFTER", 3600.0)
 
