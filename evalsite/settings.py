@@ -337,6 +337,10 @@ EVALSITE_QUEUE_STALE_AFTER = env_float("EVALSITE_QUEUE_STALE_AFTER", 3600.0)
 # Limits on uploaded or imported archives (.zip / .tar.gz); exceeding one rejects the import.
 EVALSITE_ARCHIVE_MAX_BYTES = env_int("EVALSITE_ARCHIVE_MAX_BYTES", 1024 * 1024 * 1024)
 EVALSITE_ARCHIVE_MAX_FILES = env_int("EVALSITE_ARCHIVE_MAX_FILES", 200_000)
+# Most entries git objects may hold for us from an untrusted repository (a skill folder's
+# git baseline, a clone given to --history): in one tree, in one walk of a folder, in the
+# folders a history changes. More stops that read with one line instead of growing memory.
+EVALSITE_GIT_MAX_TREE_ENTRIES = env_int("EVALSITE_GIT_MAX_TREE_ENTRIES", 200_000)
 # Largest archive POST /api/imports accepts, before it is even opened.
 EVALSITE_UPLOAD_MAX_BYTES = env_int("EVALSITE_UPLOAD_MAX_BYTES", 512 * 1024 * 1024)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -13,7 +12,9 @@ from runs.importing.errors import ImportFailure
 from runs.importing.jsonfiles import read_text
 from runs.importing.records import EvalDefinition
 from runs.names import InvalidName, shown, validate_condition_name, validate_eval_id
+from runs.untrusted_git import GitError
 
+from .skillgit import skill_md_at
 from .taskdir import FixtureError, fixture_sources
 
 
@@ -234,26 +235,14 @@ def baseline_skill(skill_dir: Path, baseline: str) -> tuple[SkillVersion, str]:
         if not candidate.is_file():
             raise PlanError(f"{baseline}: no SKILL.md in this baseline folder")
         return read_skill(candidate), folder.name
+    # The skill's repository is its author's: read through skillgit, never `git show`.
     try:
-        prefix = subprocess.run(
-            ["git", "-C", str(skill_dir), "rev-parse", "--show-prefix"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        text = subprocess.run(
-            ["git", "-C", str(skill_dir), "show", f"{baseline}:{prefix}SKILL.md"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    except subprocess.CalledProcessError as exc:
-        detail = (exc.stderr or "").strip().splitlines()
-        raise PlanError(
-            f"--baseline {baseline}: not a folder, and not a git ref of {skill_dir} "
-            f"({detail[0] if detail else 'git failed'})"
-        ) from None
-    name, description = parse_skill_md(text, display=f"{baseline}:SKILL.md")
+        text = read_text(skill_md_at(skill_dir, baseline), display=f"{baseline}:SKILL.md")
+        name, description = parse_skill_md(text, display=f"{baseline}:SKILL.md")
+    except GitError as exc:
+        raise PlanError(f"--baseline {baseline}: {exc.message}") from None
+    except ImportFailure as exc:
+        raise PlanError(exc.message) from None
     version = SkillVersion(name or skill_dir.name, description, _body(text), f"{baseline}:SKILL.md")
     return version, baseline
 

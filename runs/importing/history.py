@@ -19,7 +19,9 @@ evals.json *of that commit* beside it, and all of them are imported by `import_r
 transaction, so each iteration links to the definitions that were committed with it.
 History means HEAD's ancestors (git's default history simplification, oldest first in
 topological order); merges are read against their first parent. Needs git 2.31 or later.
-A clone is as untrusted as an uploaded archive: what is written is held to the archive
+A clone is as untrusted as an uploaded archive: git runs only through runs.untrusted_git
+(its config neutralised; alternates, links out of its git dir and partial clones refused),
+what is read is held to EVALSITE_GIT_MAX_TREE_ENTRIES and what is written to the archive
 limits, and a path git itself would reject (`..`, empty components) refuses the import.
 """
 
@@ -34,17 +36,30 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
+
+from runs.untrusted_git import (
+    BLOB_MODES,
+    GitError,
+    NotARepository,
+    Repository,
+    open_repository,
+    safe_name,
+)
+
 from . import jsonfiles
 from .baseline import campaign_identity, parse_provenance
 from .definitions import parse_skill_md
 from .detect import HIDDEN_SEARCHED, RESULT_FILES, is_snapshot, natural_key
 from .errors import ImportFailure
-from .gitobjects import BLOB_MODES, GitObjects, run_git, safe_name
+from .gitobjects import GitObjects, git_failures
 from .report import ImportReport
 from .tree import SKIPPED_DIR_PREFIXES, SKIPPED_DIRS
 from .workspace import ImportRoot, Progress, import_roots
 
 STATUS = re.compile(rb"^\n?[ACDMRTUX]\d*$")
+#: Longer than any path or commit subject a real history holds.
+MAX_LOG_FIELD = 1024 * 1024
 #: Identity files are small; one larger than the importer reads is no identity at all.
 MAX_IDENTITY_BYTES = 8 * 1024 * 1024
 
@@ -73,6 +88,7 @@ class _Repository:
     top: Path
     #: The repository-relative folder imported: the given path, or the result folder it is in.
     prefix: str
+    git: Repository
     widened: bool = False
 
 
@@ -97,7 +113,9 @@ def import_history(
         seen: set[tuple[Path, tuple[str, ...]]] = set()
         for index, given in enumerate(paths):
             repo = _repository(Path(given))
-            with GitObjects(repo.top, given=repo.given) as objects:
+            limit = settings.EVALSITE_GIT_MAX_TREE_ENTRIES
+            with git_failures(repo.given), repo.git.objects(max_tree_entries=limit) as reader:
+                objects = GitObjects(reader, given=repo.given)
                 campaigns = _campaigns(repo, objects)
                 if not campaigns:
                     raise ImportFailure(
@@ -123,20 +141,18 @@ def _repository(path: Path) -> _Repository:
     if not path.is_dir():
         raise ImportFailure("--history takes a folder in a git clone, not a file", path=given)
     try:
-        out = run_git(
-            path, "rev-parse", "--show-toplevel", "--show-prefix", failure="not in a git clone"
-        )
-        run_git(path, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", failure="no commits yet")
-    except ImportFailure as exc:
+        git = open_repository(path)
+        git.run("rev-parse", "--verify", "--quiet", "HEAD^{commit}", failure="no commits yet")
+    except NotARepository as exc:
+        raise ImportFailure(f"not in a git clone ({exc.message})", path=given) from None
+    except GitError as exc:
         raise ImportFailure(exc.message, path=given) from None
-    # One path per line; only the final newline of each is git's.
-    top, prefix = os.fsdecode(out).removesuffix("\n").split("\n", 1)
-    parts = [p for p in prefix.split("/") if p]
+    parts = [p for p in git.prefix.split("/") if p]
     # Pointed inside a result folder: that folder is what the user means.
     for i in range(len(parts) - 1):
         if _names_result_folder(parts, i):
-            return _Repository(given, Path(top), "/".join(parts[: i + 1]), widened=True)
-    return _Repository(given, Path(top), "/".join(parts))
+            return _Repository(given, git.top, "/".join(parts[: i + 1]), git, widened=True)
+    return _Repository(given, git.top, "/".join(parts), git)
 
 
 def _names_result_folder(parts: list[str], i: int) -> bool:
@@ -154,79 +170,94 @@ def _entered(name: str) -> bool:
     return not (hidden or name.startswith(SKIPPED_DIR_PREFIXES) or is_snapshot(name))
 
 
-def _log(repo: _Repository) -> list[tuple[Commit, list[str]]]:
-    """(commit, paths it changed) for every commit touching the prefix, oldest first."""
-    out = run_git(
-        repo.top,
-        "log",
-        "--reverse",
-        "--topo-order",
-        "--no-renames",
-        "--diff-merges=first-parent",
-        "--no-ext-diff",
-        "--name-status",
-        "-z",
-        "--format=%H%x00%T%x00%cI%x00%s",
-        "HEAD",
-        "--",
-        repo.prefix or ".",
-        failure="cannot read the history",
-    )
-    # -z: NUL after every field; a commit's changes follow as (status, path) pairs.
-    tokens = out.split(b"\0")
-    if tokens and tokens[-1] == b"":
-        tokens.pop()
-    history: list[tuple[Commit, list[str]]] = []
-    i = 0
-    while i + 3 < len(tokens):
-        sha, tree, date, subject = tokens[i : i + 4]
-        commit = Commit(
-            sha.decode(), tree.decode(), date.decode(), subject.decode("utf-8", errors="replace")
-        )
-        i += 4
-        changed = []
-        while i + 1 < len(tokens) and STATUS.match(tokens[i]):
-            path = os.fsdecode(tokens[i + 1])
-            if not all(safe_name(part) for part in path.split("/")):
+def _log(repo: _Repository) -> tuple[list[tuple[Commit, set[str]]], set[str]]:
+    """(commit, folders it changed files in) for every commit touching the prefix, oldest
+    first; and the folders that ever held a conditions.json.
+
+    Read as git prints it and kept as folders, not paths: a result folder is found from the
+    folders a path lies in, and a commit adding a million files to one folder is one entry.
+    """
+    limit = settings.EVALSITE_GIT_MAX_TREE_ENTRIES
+    history: list[tuple[Commit, set[str]]] = []
+    known: set[str] = set()
+    held = 0
+    with (
+        git_failures(repo.given),
+        repo.git.stream(
+            "log",
+            "--reverse",
+            "--topo-order",
+            "--no-renames",
+            "--diff-merges=first-parent",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--name-status",
+            "-z",
+            "--format=%H%x00%T%x00%cI%x00%s",
+            "HEAD",
+            "--",
+            repo.prefix or ".",
+            failure="cannot read the history",
+        ) as out,
+    ):
+        # -z: NUL after every field; a commit's changes follow as (status, path) pairs.
+        def field() -> bytes:
+            token = out.read_until(b"\0", limit=MAX_LOG_FIELD)
+            if token is None:
+                raise out.ended("git log's output ended mid-commit")
+            return token
+
+        token = out.read_until(b"\0", limit=MAX_LOG_FIELD)
+        while token is not None:
+            tree, date, subject = field(), field(), field()
+            commit = Commit(
+                token.decode(), tree.decode(), date.decode(), subject.decode("utf-8", "replace")
+            )
+            folders: set[str] = set()
+            while (
+                token := out.read_until(b"\0", limit=MAX_LOG_FIELD)
+            ) is not None and STATUS.match(token):
+                path = os.fsdecode(field())
+                if not all(safe_name(part) for part in path.split("/")):
+                    raise ImportFailure(
+                        f"refused: commit {commit.sha[:7]} has a path {path!r}, "
+                        "which git itself rejects",
+                        path=repo.given,
+                    )
+                folder, _, name = path.rpartition("/")
+                folders.add(folder)
+                if folder and name == "conditions.json":
+                    known.add(folder)
+            held += len(folders)
+            if held > limit:
                 raise ImportFailure(
-                    f"refused: commit {commit.sha[:7]} has a path {path!r}, "
-                    "which git itself rejects",
+                    f"its history changes files in more than {limit} folders "
+                    "(limit EVALSITE_GIT_MAX_TREE_ENTRIES)",
                     path=repo.given,
                 )
-            changed.append(path)
-            i += 2
-        history.append((commit, changed))
-    return history
+            history.append((commit, folders))
+    return history, known
 
 
-def _result_folder(path: str, prefix_depth: int, known: set[str]) -> str | None:
-    """The outermost result folder `path` lies in, or None."""
-    parts = path.split("/")
-    for i in range(len(parts) - 1):
+def _result_folder(folder: str, prefix_depth: int, known: set[str]) -> str | None:
+    """The outermost result folder that `folder` is or lies in, or None."""
+    parts = folder.split("/") if folder else []
+    for i in range(len(parts)):
         if i >= prefix_depth and not _entered(parts[i]):
             return None
-        folder = "/".join(parts[: i + 1])
-        if _names_result_folder(parts, i) or folder in known:
-            return folder
+        here = "/".join(parts[: i + 1])
+        if _names_result_folder(parts, i) or here in known:
+            return here
     return None
 
 
 def _campaigns(repo: _Repository, objects: GitObjects) -> dict[tuple[str, ...], Campaign]:
     """Each identity found in the history, with its first and last commit, in commit order."""
-    history = _log(repo)
-    if history:  # a SHA-256 repository's trees hold 32-byte ids
-        objects.oid_bytes = len(history[0][0].sha) // 2
+    history, known = _log(repo)
     depth = len(repo.prefix.split("/")) if repo.prefix else 0
-    # Folders that ever held conditions.json are iterations whatever their name.
-    known = {
-        path.rsplit("/", 1)[0]
-        for _, changed in history
-        for path in changed
-        if path.endswith("/conditions.json")
-    }
     campaigns: dict[tuple[str, ...], Campaign] = {}
     for order, (commit, changed) in enumerate(history):
-        folders = {_result_folder(path, depth, known) for path in changed}
+        folders = {_result_folder(folder, depth, known) for folder in changed}
         for folder in sorted((f for f in folders if f is not None), key=natural_key):
             key = _identity(objects, commit, folder)
             if key is None:

@@ -24,6 +24,7 @@ from tests.factories import (
     skill_folder,
     write_json,
 )
+from tests.hostile_git import arm, make_partial_clone
 
 pytestmark = pytest.mark.django_db
 
@@ -320,8 +321,7 @@ def test_a_path_outside_any_clone_is_one_line_and_saves_nothing(
         call_command("importworkspace", "--history", str(clone.path), str(plain))
 
     message = str(raised.value)
-    assert message.startswith(f"{plain}: not in a git clone (git: not a git repository")
-    assert "\n" not in message
+    assert message == f"{plain}: not in a git clone (no .git here or in a folder above)"
     assert counts() == before  # campaign C, read before the bad path, is not saved either
 
 
@@ -471,3 +471,108 @@ def test_history_adds_its_commit_to_a_campaign_already_imported_from_its_folder(
     html = client.get(iteration.get_absolute_url()).content.decode()
     assert f'<code title="{sha}">{sha[:7]}</code>' in html
     assert "“Promote the &lt;real&gt; baseline”" in html
+
+
+# --- a clone is untrusted: its config, its links out, its size --------------------------------
+
+
+def test_a_hostile_clone_runs_none_of_its_programs_and_still_imports(
+    clone: Clone, history: dict[str, str], tmp_path: Path
+) -> None:
+    marker = arm(clone.path, tmp_path)
+
+    report = import_history([clone.path])
+
+    assert report.counts["iterations"] == {"created": 2}
+    assert not marker.exists()
+
+
+def test_a_partial_clone_is_refused_in_one_line_and_its_remote_never_runs(
+    clone: Clone, skill: Path, history: dict[str, str], tmp_path: Path
+) -> None:
+    lost = (skill / "evals" / "baseline" / "NOTES.md").relative_to(clone.path).as_posix()
+    marker = make_partial_clone(clone.path, tmp_path, lost=lost)
+
+    with pytest.raises(ImportFailure) as raised:
+        import_history([clone.path])
+
+    assert raised.value.message == (
+        f"{clone.path}: refused: a partial clone (remote.origin.promisor=true in its config): "
+        "git would fetch missing objects from its remote"
+    )
+    assert not marker.exists()
+    assert counts() == (0, 0, 0, 0)
+
+
+def test_alternates_are_refused_in_one_line_naming_the_file(
+    clone: Clone, history: dict[str, str], tmp_path: Path
+) -> None:
+    other = Clone(tmp_path / "someone else's")
+    (other.path / "secret.md").write_text("Not yours.", encoding="utf-8")
+    other.commit("Private")
+    alternates = clone.path / ".git" / "objects" / "info" / "alternates"
+    alternates.parent.mkdir(exist_ok=True)
+    alternates.write_text(f"{other.path / '.git' / 'objects'}\n", encoding="utf-8")
+
+    with pytest.raises(ImportFailure) as raised:
+        import_history([clone.path])
+
+    assert raised.value.message == (
+        f"{clone.path}: refused: {alternates} borrows objects from another repository"
+    )
+
+
+def test_a_utf16_log_encoding_in_the_clones_config_gives_a_normal_import(
+    clone: Clone, history: dict[str, str]
+) -> None:
+    clone.git("config", "i18n.logOutputEncoding", "UTF-16")
+    plain = subprocess.run(
+        ["git", "-C", str(clone.path), "log", "-1", "--format=%s"], capture_output=True, env=GIT_ENV
+    )
+    assert plain.stdout.startswith(b"\xff\xfe")  # what plain git prints for this clone
+
+    import_history([clone.path])
+
+    first = Iteration.objects.get(number=1)
+    assert first.provenance["git"]["subject"] == "Revise A's notes"
+    assert first.provenance["git"]["first_subject"] == "Promote baseline A"
+
+
+def test_a_tree_over_the_entry_limit_stops_with_one_line(
+    clone: Clone, skill: Path, settings
+) -> None:
+    baseline = promote(skill, timestamp="2026-05-01T10:00:00Z")
+    for i in range(40):
+        write_json(baseline / "grading" / f"extra-{i}__with_skill.json", grading({"a1": True}))
+    clone.commit("Promote a baseline with many gradings")
+    folder = (baseline / "grading").relative_to(clone.path).as_posix()
+    grading_tree = clone.git("rev-parse", f"HEAD:{folder}").strip()
+    settings.EVALSITE_GIT_MAX_TREE_ENTRIES = 30
+
+    with pytest.raises(ImportFailure) as raised:
+        import_history([clone.path])
+
+    assert raised.value.message == (
+        f"{clone.path}: tree {grading_tree} holds more than 30 entries "
+        "(limit EVALSITE_GIT_MAX_TREE_ENTRIES)"
+    )
+    assert counts() == (0, 0, 0, 0)
+
+
+def test_a_history_changing_too_many_folders_stops_with_one_line(
+    clone: Clone, skill: Path, settings
+) -> None:
+    baseline = promote(skill, timestamp="2026-05-01T10:00:00Z")
+    for i in range(40):
+        (baseline / "evidence" / f"case-{i}").mkdir(parents=True)
+        (baseline / "evidence" / f"case-{i}" / "notes.md").write_text("Seen.", encoding="utf-8")
+    clone.commit("Promote a baseline with much evidence")
+    settings.EVALSITE_GIT_MAX_TREE_ENTRIES = 30
+
+    with pytest.raises(ImportFailure) as raised:
+        import_history([clone.path])
+
+    assert raised.value.message == (
+        f"{clone.path}: its history changes files in more than 30 folders "
+        "(limit EVALSITE_GIT_MAX_TREE_ENTRIES)"
+    )

@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import subprocess
-import tarfile
 import tempfile
 import threading
 import uuid
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from grading.graders.rustregex import rust_search
+from runs.untrusted_git import GitError
 
 from .. import sandbox
 from ..agent import AgentResult, Conversation
@@ -75,7 +75,7 @@ class ClaudeCodeHarness:
             (home / ".claude").mkdir(parents=True)
             try:
                 staged = stage_skill(dispatch)
-            except (OSError, subprocess.CalledProcessError, tarfile.TarError) as exc:
+            except (OSError, GitError) as exc:  # GitError: a git baseline it could not read
                 raise ClaudeCodeError(f"could not stage the skill: {exc}") from None
             # The same API, key and address as the runner's own client (runevals reads both
             # from the environment); only the proxy ever holds the key.

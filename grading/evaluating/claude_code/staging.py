@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
-import subprocess
-import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
 from ..harness import Dispatch
+from ..skillgit import export_skill_at
 
 
 def stage_skill(dispatch: Dispatch) -> Path | None:
@@ -57,15 +55,9 @@ def _skill_files(root: Path, env: Path) -> Callable[[str, list[str]], set[str]]:
 
 
 def _export_from_git(skill_dir: Path, ref: str, target: Path) -> None:
-    """The skill folder as it was at `ref` (revision mode's git baseline), evals/ left out."""
-    git = ["git", "-C", str(skill_dir)]
-    prefix = subprocess.run(
-        [*git, "rev-parse", "--show-prefix"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    archive = subprocess.run(
-        [*git, "archive", "--format=tar", f"{ref}:{prefix}"], capture_output=True, check=True
-    ).stdout
-    target.mkdir(parents=True)
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        members = [m for m in tar.getmembers() if m.name.split("/")[0] != "evals"]
-        tar.extractall(target, members=members, filter="data")
+    """The skill folder as it was at `ref` (revision mode's git baseline), evals/ left out.
+
+    Read from git objects, regular files only (skillgit): `git archive` runs the smudge
+    filters the repository's own attributes and config name.
+    """
+    export_skill_at(skill_dir, ref, target)
