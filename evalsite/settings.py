@@ -280,6 +280,10 @@ EVALSITE_WORKSPACE_DIR = Path(
 EVALSITE_AGENT_MODEL = os.environ.get("EVALSITE_AGENT_MODEL", "claude-sonnet-5-5")
 EVALSITE_JUDGE_MODEL = os.environ.get("EVALSITE_JUDGE_MODEL", "claude-sonnet-5-5")
 EVALSITE_API_MAX_RETRIES = env_int("EVALSITE_API_MAX_RETRIES", 6)
+# A run's disk quota: what its task folder (and the CLI's home) may hold in all, and in how
+# many files; a command that grows it past either is stopped and the run is errored.
+EVALSITE_RUN_DISK_BYTES = env_int("EVALSITE_RUN_DISK_BYTES", 2 * 1024**3)
+EVALSITE_RUN_DISK_FILES = env_int("EVALSITE_RUN_DISK_FILES", 200_000)
 EVALSITE_API_TIMEOUT = env_float("EVALSITE_API_TIMEOUT", 300.0)
 
 # Where a run's files are kept for every machine: the `runs` storage. By default the

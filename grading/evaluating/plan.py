@@ -11,9 +11,16 @@ from runs.importing.definitions import parse_evals_json, parse_skill_md
 from runs.importing.errors import ImportFailure
 from runs.importing.jsonfiles import read_text
 from runs.importing.records import EvalDefinition
-from runs.names import InvalidName, shown, validate_condition_name, validate_eval_id
+from runs.names import (
+    InvalidName,
+    shown,
+    validate_condition_name,
+    validate_eval_id,
+    validate_skill_name,
+)
 from runs.untrusted_git import GitError
 
+from . import hostfiles
 from .skillgit import skill_md_at
 from .taskdir import FixtureError, fixture_sources
 
@@ -212,19 +219,52 @@ def _body(text: str) -> str:
     return FRONT_MATTER.sub("", text, count=1)
 
 
+#: Larger than any SKILL.md or evals.json a person writes; read whole into memory.
+SKILL_MD_MAX_BYTES = 4 * 1024**2
+EVALS_JSON_MAX_BYTES = 16 * 1024**2
+
+
+def read_definition(path: Path, *, max_bytes: int, what: str) -> bytes:
+    """A skill folder's SKILL.md or evals.json: a regular file, never through a link (the
+    folder is its author's; a SKILL.md linked to a host file would go to the API and the
+    database), at most `max_bytes`; PlanError naming it otherwise."""
+    try:
+        return hostfiles.read_whole(path.parent, path.name, max_bytes=max_bytes, what=what)
+    except FileNotFoundError:
+        raise PlanError(f"{path}: not found") from None
+    except hostfiles.UntrustedPath as exc:
+        raise PlanError(str(exc)) from None
+    except OSError as exc:
+        raise PlanError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def check_skill_name(name: str, *, display: str) -> str:
+    """The skill's name, if it can name the workspace folder `<workspace>/<name>/` and the
+    staged `.claude/skills/<name>/`: the import's rule (no `/`, `..`, control characters),
+    and not hidden (`.worker`, `.queue` are runevals' own folders); PlanError otherwise."""
+    try:
+        cleaned = validate_skill_name(name)
+    except InvalidName as exc:
+        raise PlanError(f"{display}: {exc}; it must be usable as a folder name") from None
+    if cleaned != name or name.startswith("."):
+        why = "begins with '.'" if name.startswith(".") else "begins or ends with whitespace"
+        raise PlanError(f"{display}: skill name {shown(name)} {why}; it must name a folder")
+    if len(name.encode("utf-8", errors="surrogatepass")) > NAME_MAX_BYTES:
+        raise PlanError(f"{display}: skill name {shown(name)} is longer than a folder name")
+    return name
+
+
 def read_skill(skill_md: Path, *, display: str | None = None) -> SkillVersion:
     """A SKILL.md's name, description and body (the text after its front matter)."""
-    shown = display or str(skill_md)
+    shown_as = display or str(skill_md)
+    data = read_definition(skill_md, max_bytes=SKILL_MD_MAX_BYTES, what="a SKILL.md")
     try:
-        text = read_text(skill_md.read_bytes(), display=shown)
-        name, description = parse_skill_md(text, display=shown)
-    except OSError as exc:
-        raise PlanError(f"{shown}: cannot read ({exc.strerror})") from None
+        text = read_text(data, display=shown_as)
+        name, description = parse_skill_md(text, display=shown_as)
     except ImportFailure as exc:
         raise PlanError(exc.message) from None
-    return SkillVersion(
-        name=name or skill_md.parent.name, description=description, body=_body(text), path=shown
-    )
+    name = check_skill_name(name or skill_md.parent.name, display=shown_as)
+    return SkillVersion(name=name, description=description, body=_body(text), path=shown_as)
 
 
 def baseline_skill(skill_dir: Path, baseline: str) -> tuple[SkillVersion, str]:
@@ -260,13 +300,18 @@ def make_plan(
     """Read SKILL.md and evals.json (any dialect) and lay out every run; PlanError if not."""
     skill_md = skill_dir / "SKILL.md"
     evals_json = skill_dir / "evals" / "evals.json"
-    if not skill_md.is_file():
+    if not skill_dir.is_dir() or hostfiles.entry_kind(skill_dir, "SKILL.md") is None:
         raise PlanError(f"{skill_dir}: no SKILL.md here (expected a skill folder)")
-    if not evals_json.is_file():
+    # evals/ is the root fixtures and setup files are read beneath: a real folder.
+    evals_kind = hostfiles.entry_kind(skill_dir, "evals")
+    if evals_kind not in (None, "a directory"):
+        raise PlanError(f"{skill_dir / 'evals'} is {evals_kind}; refused (never followed)")
+    if evals_kind is None or hostfiles.entry_kind(skill_dir, "evals/evals.json") is None:
         raise PlanError(f"{skill_dir}: no evals/evals.json to run")
     skill = read_skill(skill_md)
+    evals_data = read_definition(evals_json, max_bytes=EVALS_JSON_MAX_BYTES, what="evals.json")
     try:
-        _, definitions = parse_evals_json(evals_json.read_bytes(), display=str(evals_json))
+        _, definitions = parse_evals_json(evals_data, display=str(evals_json))
     except ImportFailure as exc:
         raise PlanError(exc.message) from None
 
@@ -274,6 +319,8 @@ def make_plan(
         if not baseline:
             raise PlanError("--mode revision needs --baseline (a folder or a git ref)")
         old, label = baseline_skill(skill_dir, baseline)
+        # Staged as `.claude/skills/<name>/`: the old name is a folder name too.
+        check_skill_name(old.name, display=old.path)
         conditions = [ConditionPlan("old_skill", old), ConditionPlan("new_skill", skill)]
     else:
         label = None

@@ -8,6 +8,7 @@ interrupted iteration can be resumed without redoing or duplicating a run.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import threading
@@ -32,9 +33,19 @@ from .agent import AgentResult, AgentSettings
 from .folders import SkillLock, iteration_folders, unfinished_iteration
 from .grader import grade
 from .harness import Dispatch, Harness, MessagesHarness
-from .plan import Plan, RunPlan
+from .plan import (
+    EVALS_JSON_MAX_BYTES,
+    SKILL_MD_MAX_BYTES,
+    Plan,
+    RunPlan,
+    read_definition,
+)
 from .sandbox import SandboxError, unsandboxed
 from .taskdir import build_template, copy_template
+
+log = logging.getLogger(__name__)
+#: What a run may meet that is no fault of evalsite's: recorded without a traceback.
+EXPECTED_RUN_ERRORS = (anthropic.APIError, JudgeUnavailable, json.JSONDecodeError, SandboxError)
 
 
 class TimedClient:
@@ -178,11 +189,16 @@ class Runner:
             },
         )
         _write_json(folder / "conditions.json", data)
-        (folder / "skill-snapshot.md").write_text(
-            (plan.skill_dir / "SKILL.md").read_text(encoding="utf-8"), encoding="utf-8"
+        # Read again without following a link, as make_plan read them: the skill folder
+        # is its author's.
+        snapshot = read_definition(
+            plan.skill_dir / "SKILL.md", max_bytes=SKILL_MD_MAX_BYTES, what="a SKILL.md"
         )
+        (folder / "skill-snapshot.md").write_bytes(snapshot)
         # The definitions that ran, beside the results: the importer reads them from here.
-        shutil.copyfile(plan.skill_dir / "evals" / "evals.json", folder / "evals.json")
+        evals_json = plan.skill_dir / "evals" / "evals.json"
+        definitions = read_definition(evals_json, max_bytes=EVALS_JSON_MAX_BYTES, what="evals.json")
+        (folder / "evals.json").write_bytes(definitions)
 
     def _restore_plan(self, folder: Path) -> None:
         """On --resume, keep the interrupted iteration's evals and models, not today's flags."""
@@ -230,7 +246,10 @@ class Runner:
                 if path.exists():
                     shutil.rmtree(path)
                 fixtures = self.plan.eval(eval_id).fixtures
-                self._templates[eval_id] = (path, build_template(path, fixtures))
+                self._templates[eval_id] = (
+                    path,
+                    build_template(path, fixtures, evals_dir=self.plan.skill_dir / "evals"),
+                )
             return self._templates[eval_id]
 
     def run_one(self, folder: Path, run: RunPlan) -> RunOutcome:
@@ -281,10 +300,14 @@ class Runner:
             )
             outcome.passed, outcome.total = graded.passed, graded.total
             outcome.judge_tokens, outcome.judge_calls = graded.tokens, graded.calls
-        except (anthropic.APIError, JudgeUnavailable, json.JSONDecodeError, SandboxError) as exc:
-            # (The SDK raises a bare JSONDecodeError for a 200 with an unreadable body.)
-            # Retries are the SDK's (429 with retry-after, 529, 5xx, timeouts, dropped
-            # connections); still failing, the run is errored, never graded as a failure.
+        except Exception as exc:
+            # Retries of API faults are the SDK's (429 with retry-after, 529, 5xx, timeouts,
+            # dropped connections; a 200 with an unreadable body is a bare JSONDecodeError);
+            # still failing, the run is errored, never graded as a failure. So is anything
+            # else one run meets — what its agent left behind (a dangling link, a folder
+            # where a file belongs) or a fault of ours, logged: the other runs go on.
+            if not isinstance(exc, EXPECTED_RUN_ERRORS):
+                log.exception("run %s failed", run.relpath)
             outcome.errored = f"{type(exc).__name__}: {_one_line(str(exc))}"
             (staging / "grading.json").unlink(missing_ok=True)
             write_error(staging, outcome.errored, type(exc).__name__, calls=agent.usage.calls)

@@ -7,10 +7,12 @@ a copy of the template, which is a plain directory copy.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path, PurePosixPath
 
+from . import hostfiles
 from .tools import safe_environment
 
 GIT_IDENTITY = [
@@ -22,6 +24,8 @@ GIT_IDENTITY = [
     "commit.gpgsign=false",
     "-c",
     "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
 ]
 
 
@@ -32,27 +36,58 @@ class FixtureError(Exception):
 def fixture_sources(
     files: list[str], *, evals_dir: Path, files_root: str | None = None
 ) -> list[tuple[Path, PurePosixPath]]:
-    """(source file, destination relative to the task folder) for an eval's `files`."""
-    base = evals_dir / files_root if files_root else evals_dir
+    """(source file, destination relative to the task folder) for an eval's `files`.
+
+    `files_root` is relative to evals/ without `..`, as the schema says, and every source
+    must be a regular file reached without a link (`hostfiles`): the skill folder is its
+    author's, and a fixture linked to `~/.ssh/id_rsa` would go to the agent and the API.
+    """
+    try:
+        root = hostfiles.relative_parts(files_root or "", shown=files_root)
+    except hostfiles.UntrustedPath as exc:
+        raise FixtureError(f"files_root {exc} (relative to evals/, as the schema says)") from None
     pairs = []
     for declared in files:
-        relative = PurePosixPath(declared.replace("\\", "/"))
-        if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+        try:
+            relative = PurePosixPath(*hostfiles.relative_parts(declared))
+        except hostfiles.UntrustedPath:
+            relative = PurePosixPath()
+        if not relative.parts:
             raise FixtureError(f"fixture path {declared!r} must be relative, without '..'")
         if relative.parts[0].lower() == ".git":
             raise FixtureError(f"fixture path {declared!r} may not write the task's .git")
-        source = base / relative
-        if not source.is_file():
-            raise FixtureError(f"fixture file {declared!r} not found at {source}")
-        pairs.append((source, relative))
+        inside = PurePosixPath(*root, *relative.parts)
+        try:
+            found = hostfiles.entry_kind(evals_dir, inside)
+        except hostfiles.UntrustedPath as exc:
+            raise FixtureError(f"fixture file {declared!r}: {exc}") from None
+        if found is None:
+            raise FixtureError(f"fixture file {declared!r} not found at {evals_dir / inside}")
+        if found != "a regular file":
+            raise FixtureError(
+                f"fixture file {declared!r} is {found} ({evals_dir / inside}); refused"
+            )
+        pairs.append((evals_dir / inside, relative))
     return pairs
 
 
 def git(folder: Path, *args: str) -> str:
+    """git on the host in a template runevals made: its config is ours alone. The folder
+    holds the skill author's fixtures, so neither HOME's `.gitconfig` nor XDG's
+    `.config/git/config` may be read from it (a fixture `.gitconfig` defining a clean filter
+    ran its command on `git add`)."""
     done = subprocess.run(
         ["git", *GIT_IDENTITY, *args],
         cwd=folder,
-        env=safe_environment({"GIT_CONFIG_NOSYSTEM": "1", "HOME": str(folder)}),
+        env=safe_environment(
+            {
+                "GIT_CONFIG_NOSYSTEM": "1",
+                "GIT_CONFIG_GLOBAL": os.devnull,
+                "GIT_ATTR_NOSYSTEM": "1",
+                "HOME": os.devnull,
+                "XDG_CONFIG_HOME": os.devnull,
+            }
+        ),
         capture_output=True,
         text=True,
         check=True,
@@ -60,13 +95,17 @@ def git(folder: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def build_template(folder: Path, fixtures: list[tuple[Path, PurePosixPath]]) -> str:
-    """Make `folder` a git repository whose baseline commit holds the fixtures; its sha."""
+def build_template(
+    folder: Path, fixtures: list[tuple[Path, PurePosixPath]], *, evals_dir: Path
+) -> str:
+    """Make `folder` a git repository whose baseline commit holds the fixtures (each under
+    `evals_dir`, copied without following a link); its sha."""
     folder.mkdir(parents=True)
     for source, destination in fixtures:
-        target = folder / destination
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+        try:
+            hostfiles.copy_file(evals_dir, source.relative_to(evals_dir), folder, destination)
+        except (ValueError, hostfiles.UntrustedPath) as exc:
+            raise FixtureError(f"fixture file {str(destination)!r}: {exc}") from None
     # No template: sample hooks and the like would only make every run's copy slower.
     git(folder, "init", "-q", "-b", "main", "--template=")
     git(folder, "add", "-A")

@@ -357,12 +357,12 @@ def test_each_dispatch_is_isolated_from_the_users_skills_settings_and_memory(
     iteration.mkdir(parents=True)
     (tmp_path / "workspace" / "CLAUDE.md").write_text("DECOY memory: always answer 5.\n")
     clean = iteration / "env-clean"
-    build_template(clean, [])
+    build_template(clean, [], evals_dir=clean)
     # A task whose own fixtures carry a copy of the skill: that one the CLI does discover.
     fixture = tmp_path / "fixture-skill.md"
     fixture.write_text(decoy)
     carrying = iteration / "env-carrying"
-    build_template(carrying, [(fixture, Path(".claude/skills/demo/SKILL.md"))])
+    build_template(carrying, [(fixture, Path(".claude/skills/demo/SKILL.md"))], evals_dir=tmp_path)
     outside = tmp_path / "outside.txt"
     harness = ClaudeCodeHarness(unsafe=unsafe)
 
@@ -417,7 +417,7 @@ def test_a_round_that_outruns_its_time_is_killed_and_errors_the_run(
     cli: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     env = tmp_path / "workspace" / "demo" / "iteration-1" / "env-slow"
-    build_template(env, [])
+    build_template(env, [], evals_dir=env)
     harness = ClaudeCodeHarness(unsafe=bool(sandbox.sandbox_problem()), round_seconds=1.5)
 
     with FakeAnthropic([slow(30)]) as fake:
@@ -471,7 +471,7 @@ def test_staging_copies_the_skill_folder_without_evals_and_hides_it_from_the_dif
 ) -> None:
     skill = make_skill(tmp_path, EVALS)
     env = tmp_path / "env"
-    build_template(env, [])
+    build_template(env, [], evals_dir=env)
 
     staged = stage_skill(dispatch_for(env, skill_dir=skill, client=None))
 
@@ -501,7 +501,7 @@ def test_a_git_baseline_is_staged_as_the_skill_folder_was_at_that_ref(tmp_path: 
     (skill / "scripts" / "check.sh").unlink()
     old, _ = baseline_skill(skill, "HEAD")
     env = tmp_path / "env"
-    build_template(env, [])
+    build_template(env, [], evals_dir=env)
     dispatch = dispatch_for(env, skill_dir=skill, client=None)
 
     staged = stage_skill(dataclasses.replace(dispatch, skill=old))

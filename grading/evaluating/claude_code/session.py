@@ -16,7 +16,7 @@ from typing import Any
 from grading.graders.rustregex import rust_search
 from runs.untrusted_git import GitError
 
-from .. import sandbox
+from .. import hostfiles, sandbox
 from ..agent import AgentResult, Conversation
 from ..apiproxy import ApiProxy, Lease
 from ..harness import Dispatch
@@ -34,7 +34,7 @@ from .cli import (
 )
 from .findings import permission_denials_report, skill_shadow, skill_shadow_warnings, surface
 from .staging import stage_skill
-from .stream import drain, read_events, round_summary, transcribe
+from .stream import StreamTooLarge, drain, read_events, round_summary, transcribe
 
 #: A round (one CLI process) that runs longer than this is killed and the run errored.
 ROUND_SECONDS = 30 * 60
@@ -75,7 +75,11 @@ class ClaudeCodeHarness:
             (home / ".claude").mkdir(parents=True)
             try:
                 staged = stage_skill(dispatch)
-            except (OSError, GitError) as exc:  # GitError: a git baseline it could not read
+            except (
+                OSError,
+                GitError,
+                hostfiles.UntrustedPath,
+            ) as exc:  # GitError: a git baseline it could not read
                 raise ClaudeCodeError(f"could not stage the skill: {exc}") from None
             # The same API, key and address as the runner's own client (runevals reads both
             # from the environment); only the proxy ever holds the key.
@@ -185,7 +189,9 @@ class _Session(Conversation):
     def _play_round(self, round_: int) -> list[dict[str, Any]]:
         """Run the CLI for one round, sandboxed; its stream-json events."""
         seconds = self.harness.round_seconds
-        limits = sandbox.Limits(wall_seconds=seconds, cpu_seconds=int(seconds))
+        # CPU counts every thread of node and what the agent runs: a busy round may use more
+        # than its wall time, so CPU only stops what wall time would take too long to.
+        limits = sandbox.Limits(wall_seconds=seconds, cpu_seconds=2 * int(seconds) + 10)
         session = ["--session-id" if round_ == 1 else "--resume", self.session_id]
         argv = cli_arguments(
             self.harness.cli,
@@ -214,6 +220,8 @@ class _Session(Conversation):
         try:
             events = list(read_events(process.stdout))
             process.wait()
+        except StreamTooLarge as exc:
+            raise ClaudeCodeError(f"round {round_}: {exc}; stopped") from None
         finally:
             sandbox.kill_tree(process)
             reader.join(timeout=5)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from .. import hostfiles
 from ..harness import Dispatch
 from ..skillgit import export_skill_at
 
@@ -15,26 +16,34 @@ def stage_skill(dispatch: Dispatch) -> Path | None:
     """Copy the condition's skill (SKILL.md and its other files, not evals/) to
     `.claude/skills/<name>/`; the staged folder, None in a condition without a skill.
 
-    The folder is the skill's name, as the CLI names a skill by its folder. It is listed in
-    the task's `.git/info/exclude`, so `git add` (hence diff_scope) and `git status` leave
-    it out: what the harness staged is not what the agent changed.
+    The folder is the skill's name (checked by the plan to be one folder name), as the CLI
+    names a skill by its folder. The skill folder is its author's, so it is copied by
+    `hostfiles`: regular files and folders, a symbolic link recreated as a link (which the
+    host never follows and the sandbox resolves only among what it can see), anything else
+    refused. It is listed in the task's `.git/info/exclude`, so `git add` (hence diff_scope)
+    and `git status` leave it out: what the harness staged is not what the agent changed.
     """
     skill = dispatch.skill
     if skill is None:
         return None
     target = dispatch.env / ".claude" / "skills" / skill.name
-    if target.exists():  # a fixture of that name: the staged copy replaces it
-        shutil.rmtree(target)
+    if target.is_symlink() or target.exists():  # a fixture of that name: the staged copy wins
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        else:
+            target.unlink()
     source = Path(skill.path)
-    if source.is_file():
-        shutil.copytree(source.parent, target, ignore=_skill_files(source.parent, dispatch.env))
+    if hostfiles.entry_kind(source.parent, source.name) is not None:
+        root = source.parent
+        hostfiles.copy_tree(root, target, skip=_skill_files(root, dispatch.env), links="copy")
     elif skill.path.endswith(":SKILL.md") and dispatch.skill_dir is not None:
         _export_from_git(dispatch.skill_dir, skill.path.removesuffix(":SKILL.md"), target)
-    if not (target / "SKILL.md").is_file():
+    if hostfiles.entry_kind(dispatch.env, target.relative_to(dispatch.env) / "SKILL.md") != (
+        "a regular file"
+    ):
         # Only the text is known (a baseline read some other way): SKILL.md from it.
-        target.mkdir(parents=True, exist_ok=True)
         front = f"---\nname: {skill.name}\ndescription: {json.dumps(skill.description)}\n---\n"
-        (target / "SKILL.md").write_text(front + skill.body, encoding="utf-8")
+        hostfiles.write(target, "SKILL.md", (front + skill.body).encode("utf-8"))
     exclude = dispatch.env / ".git" / "info" / "exclude"
     exclude.parent.mkdir(parents=True, exist_ok=True)
     with exclude.open("a", encoding="utf-8") as handle:
@@ -42,14 +51,18 @@ def stage_skill(dispatch: Dispatch) -> Path | None:
     return target
 
 
-def _skill_files(root: Path, env: Path) -> Callable[[str, list[str]], set[str]]:
-    """copytree's filter: not evals/ or .git, nor a folder holding the task folder (a
+def _skill_files(root: Path, env: Path) -> Callable[[PurePosixPath], bool]:
+    """copy_tree's filter: not evals/ or .git, nor a folder holding the task folder (a
     workspace kept inside the skill's folder would otherwise be copied into itself)."""
-    task = env.resolve()
+    try:
+        task = PurePosixPath(env.resolve().relative_to(root.resolve()).as_posix())
+    except ValueError:
+        task = None
 
-    def skip(folder: str, names: list[str]) -> set[str]:
-        hidden = {n for n in names if n == ".git" or task.is_relative_to(Path(folder, n).resolve())}
-        return hidden | ({"evals"} if Path(folder) == root else set())
+    def skip(path: PurePosixPath) -> bool:
+        if path.name == ".git" or path == PurePosixPath("evals"):
+            return True
+        return task is not None and (task == path or task.is_relative_to(path))
 
     return skip
 

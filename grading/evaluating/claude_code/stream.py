@@ -21,6 +21,9 @@ from ..tools import cap
 
 #: stream-json lines longer than this are dropped (the CLI caps tool output far below).
 MAX_EVENT_BYTES = 16 * 1024**2
+#: All of one round's stream-json: far more than 50 API calls' events, capped tool output
+#: included, ever come to.
+MAX_STREAM_BYTES = 64 * 1024**2
 #: How the CLI introduces a loaded skill's text: the folder it loaded it from.
 SKILL_BASE = "Base directory for this skill: "
 USAGE_FIELDS = (
@@ -148,14 +151,29 @@ def round_summary(
     }
 
 
-def read_events(stream: Any) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a stream-json output, line by line (overlong lines dropped)."""
-    while True:
-        line = stream.readline(MAX_EVENT_BYTES)
-        if not line:
-            return
+class StreamTooLarge(Exception):
+    """A round's stream-json output passed MAX_STREAM_BYTES; the run is errored."""
+
+
+def read_events(stream: Any, *, max_bytes: int = MAX_STREAM_BYTES) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a stream-json output, line by line (overlong lines dropped).
+
+    The agent's commands share the CLI's sandbox and can write to its stdout
+    (`/proc/<pid>/fd/1`), so what is read is bounded: past `max_bytes` in all this raises
+    StreamTooLarge rather than hold an unbounded list of events.
+    """
+    read = 0
+
+    def counted(piece: bytes) -> bytes:
+        nonlocal read
+        read += len(piece)
+        if read > max_bytes:
+            raise StreamTooLarge(f"the CLI wrote more than {max_bytes // 1024**2} MiB of events")
+        return piece
+
+    while line := counted(stream.readline(MAX_EVENT_BYTES)):
         if not line.endswith(b"\n"):
-            while (rest := stream.readline(MAX_EVENT_BYTES)) and not rest.endswith(b"\n"):
+            while (rest := counted(stream.readline(MAX_EVENT_BYTES))) and not rest.endswith(b"\n"):
                 pass
             continue
         with contextlib.suppress(ValueError):
@@ -164,9 +182,13 @@ def read_events(stream: Any) -> Iterator[dict[str, Any]]:
                 yield item
 
 
+#: stderr is read in pieces this long: a line without an end must not grow in memory.
+STDERR_PIECE = 64 * 1024
+
+
 def drain(stream: Any, tail: deque[str]) -> None:
     """Read stderr to its end (a full pipe would block the CLI), keeping its last lines."""
     with contextlib.suppress(OSError, ValueError):
-        for line in stream:
-            if text := line.decode("utf-8", errors="replace").strip():
+        while piece := stream.readline(STDERR_PIECE):
+            if text := piece.decode("utf-8", errors="replace").strip():
                 tail.append(text[:500])
