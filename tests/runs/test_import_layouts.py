@@ -4,6 +4,7 @@ layouts. Built the way eval-magic's and skill-creator's documentation describe t
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -650,12 +651,14 @@ def test_an_unreadable_file_is_one_line(tmp_path: Path, monkeypatch) -> None:
     folder = eval_magic_iteration(tmp_path / "ws")
     grading_json = folder / "eval-alpha" / "with_skill" / "grading.json"
 
-    def refuse(path: str, *args: object, **kwargs: object) -> object:
-        if path == str(grading_json):  # as a file mode of 000 does, except for root
-            raise PermissionError(13, "Permission denied")
-        return open(path, *args, **kwargs)
+    real_open = os.open
 
-    monkeypatch.setattr("runs.importing.tree.open", refuse, raising=False)
+    def refuse(path: str, *args: object, **kwargs: object) -> object:
+        if str(path) == str(grading_json):  # as a file mode of 000 does, except for root
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
 
     with pytest.raises(ImportFailure) as info:
         import_workspace([folder])
