@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,27 +21,68 @@ if TYPE_CHECKING:
 class DiskWatch:
     """What the folders a command may write hold, measured now and then while it runs.
 
-    A walk that never follows a link; its cost grows with the folder, so the next walk
+    A walk that never follows a link, plus the files its processes hold open after deleting
+    them (space a walk cannot see, and a way round the quota otherwise: RLIMIT_FSIZE caps
+    each such file, not their number). Its cost grows with the folder, so the next walk
     waits at least ten times as long as this one took.
     """
 
     MIN_INTERVAL = 0.25
 
-    def __init__(self, folders: Sequence[Path], limits: Limits) -> None:
+    def __init__(
+        self,
+        folders: Sequence[Path],
+        limits: Limits,
+        *,
+        processes: Callable[[], str | None] = lambda: None,
+    ) -> None:
         self.folders = list(folders)
         self.limits = limits
+        #: The /proc that lists the command's processes (the sandbox's own), when known.
+        self.processes = processes
         self.next_at = 0.0
 
     def over(self) -> bool:
         now = time.monotonic()
         if now < self.next_at:
             return False
-        exceeded = folder_usage_exceeds(
-            self.folders, max_bytes=self.limits.disk_bytes, max_entries=self.limits.disk_entries
+        room = self.limits.disk_bytes - deleted_but_open_bytes(self.processes())
+        exceeded = room < 0 or folder_usage_exceeds(
+            self.folders, max_bytes=room, max_entries=self.limits.disk_entries
         )
         took = time.monotonic() - now
         self.next_at = time.monotonic() + max(self.MIN_INTERVAL, 10 * took)
         return exceeded
+
+
+def deleted_but_open_bytes(proc: str | None) -> int:
+    """Blocks held by files the processes listed in `proc` keep open after unlinking them
+    (each counted once, however many descriptors share it)."""
+    if proc is None:
+        return 0
+    seen: set[tuple[int, int]] = set()
+    held = 0
+    try:
+        pids = [name for name in os.listdir(proc) if name.isdigit()]
+    except OSError:
+        return 0
+    for pid in pids:
+        fds = f"{proc}/{pid}/fd"
+        try:
+            names = os.listdir(fds)
+        except OSError:
+            continue
+        for name in names:
+            try:
+                if not os.readlink(f"{fds}/{name}").endswith(" (deleted)"):
+                    continue
+                info = os.stat(f"{fds}/{name}")  # the open file itself; stat opens nothing
+            except OSError:
+                continue
+            if (info.st_dev, info.st_ino) not in seen:
+                seen.add((info.st_dev, info.st_ino))
+                held += info.st_blocks * 512
+    return held
 
 
 def folder_usage_exceeds(folders: Sequence[Path], *, max_bytes: int, max_entries: int) -> bool:

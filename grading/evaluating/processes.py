@@ -239,13 +239,25 @@ class Supervisor:
         self.status_data = b""
         self.started = time.monotonic()
         self.stopped_by: str | None = None
-        self.disk = DiskWatch(writable, limits) if writable else None
+        self.disk = DiskWatch(writable, limits, processes=self._proc) if writable else None
 
     def _status(self, data: bytes) -> None:
         """bwrap's status pipe: it names the sandbox's PID 1 first (then its exit code)."""
         self.status_data += data
         if self.process.reaper is None and (found := _CHILD_PID.search(self.status_data)):
             self.process.reaper = Reaper.of(int(found.group(1)), self.process)
+
+    def _proc(self) -> str | None:
+        """The /proc listing the sandbox's processes and only those (None unsandboxed)."""
+        pid = None if self.unsafe else self.process.sandbox_pid
+        if pid is None:
+            return None
+        inside = f"/proc/{pid}/root/proc"
+        try:
+            # Until bwrap has mounted the sandbox's /proc, this is the host's (as below).
+            return None if os.stat(inside).st_dev == os.stat("/proc").st_dev else inside
+        except OSError:
+            return None
 
     def _processes(self) -> int:
         if self.unsafe:

@@ -210,8 +210,13 @@ def test_a_fifo_for_the_reflog_and_a_dangling_link_for_the_index_neither_hang_no
             "mkdir d && cd d && i=0; while [ $i -lt 20000 ]; do : > $i; i=$((i+1)); done",
             {"disk_entries": 500},
         ),
+        (  # unlinked but held open: no walk of the folder sees them
+            'for i in 3 4 5 6 7 8 9; do eval "exec $i>f$i"; rm f$i; '
+            "head -c 10485760 /dev/zero >&$i; done; sleep 30",
+            {"disk_bytes": 16 * 1024**2},
+        ),
     ],
-    ids=["bytes", "files"],
+    ids=["bytes", "files", "deleted-but-open"],
 )
 def test_a_command_that_passes_the_runs_disk_quota_is_stopped(
     tmp_path: Path, script: str, limits: dict[str, int]
