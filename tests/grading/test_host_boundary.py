@@ -382,7 +382,7 @@ ATTACKS = {
 
 
 @needs_sandbox
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db
 def test_a_hostile_agent_campaign_finishes_with_every_run_recorded_and_nothing_leaked(
     tmp_path: Path, settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -460,7 +460,7 @@ def claude_cli() -> Path:
 
 
 @needs_sandbox
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db
 def test_the_real_cli_as_a_hostile_agent_and_a_skill_linked_to_a_host_secret_leak_nothing(
     claude_cli: Path, tmp_path: Path, secret: Path, settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
