@@ -87,3 +87,15 @@ def tool(name: str, args: Any = None, result: Any = "ok") -> dict[str, Any]:
 @pytest.fixture
 def task_dir(tmp_path: Path) -> Path:
     return make_task_dir(tmp_path / "task", {"README.md": "hello\n"})
+
+
+@pytest.fixture
+def cli() -> Path:
+    """The Claude Code CLI the claude-agent-sdk wheel bundles (skipped without the extra)."""
+    pytest.importorskip("claude_agent_sdk")
+    from grading.evaluating import claude_code
+
+    binary = claude_code.cli_path()
+    if binary is None:
+        pytest.skip("the claude-agent-sdk wheel holds no bundled CLI")
+    return binary

@@ -110,15 +110,6 @@ EVALS: list[dict[str, Any]] = [
 
 
 @pytest.fixture
-def cli() -> Path:
-    pytest.importorskip("claude_agent_sdk")
-    binary = claude_code.cli_path()
-    if binary is None:
-        pytest.skip("the claude-agent-sdk wheel holds no bundled CLI")
-    return binary
-
-
-@pytest.fixture
 def workspace(tmp_path: Path, settings) -> Path:
     settings.EVALSITE_WORKSPACE_DIR = tmp_path / "workspace"
     settings.EVALSITE_API_MAX_RETRIES = 2

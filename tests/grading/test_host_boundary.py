@@ -372,6 +372,20 @@ def test_staging_copies_a_skills_link_as_a_link_and_never_its_target(
 
 # --- a whole campaign against a hostile agent ----------------------------------------------
 
+
+@pytest.fixture
+def hostile_site(tmp_path: Path, settings, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """runevals run from a site folder whose `.env` holds the secret (`/proc/self/cwd/.env`
+    on the host), with its workspace in `tmp_path`."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / ".env").write_text(f"SECRET_KEY={SECRET}\n")
+    monkeypatch.chdir(site)
+    settings.EVALSITE_WORKSPACE_DIR = tmp_path / "workspace"
+    settings.EVALSITE_API_MAX_RETRIES = 1
+    return site
+
+
 #: What each eval's agent runs in its task folder (the messages harness's Bash).
 ATTACKS = {
     "filters": PLANT_FILTER
@@ -384,14 +398,8 @@ ATTACKS = {
 @needs_sandbox
 @pytest.mark.django_db
 def test_a_hostile_agent_campaign_finishes_with_every_run_recorded_and_nothing_leaked(
-    tmp_path: Path, settings, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, settings, hostile_site: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / ".env").write_text(f"SECRET_KEY={SECRET}\n")
-    monkeypatch.chdir(site)
-    settings.EVALSITE_WORKSPACE_DIR = tmp_path / "workspace"
-    settings.EVALSITE_API_MAX_RETRIES = 1
     settings.EVALSITE_RUN_DISK_BYTES = 32 * 1024**2
     evals = {
         "skill_name": "hostile",
@@ -448,28 +456,16 @@ def test_a_hostile_agent_campaign_finishes_with_every_run_recorded_and_nothing_l
     assert "symbolic link" in evidence["small"], evidence
 
 
-@pytest.fixture
-def claude_cli() -> Path:
-    pytest.importorskip("claude_agent_sdk")
-    from grading.evaluating import claude_code
-
-    binary = claude_code.cli_path()
-    if binary is None:
-        pytest.skip("the claude-agent-sdk wheel holds no bundled CLI")
-    return binary
-
-
 @needs_sandbox
 @pytest.mark.django_db
 def test_the_real_cli_as_a_hostile_agent_and_a_skill_linked_to_a_host_secret_leak_nothing(
-    claude_cli: Path, tmp_path: Path, secret: Path, settings, monkeypatch: pytest.MonkeyPatch
+    cli: Path,
+    tmp_path: Path,
+    secret: Path,
+    settings,
+    hostile_site: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / ".env").write_text(f"SECRET_KEY={SECRET}\n")
-    monkeypatch.chdir(site)
-    settings.EVALSITE_WORKSPACE_DIR = tmp_path / "workspace"
-    settings.EVALSITE_API_MAX_RETRIES = 1
     evals = {
         "skill_name": "hostile",
         "evals": [
