@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -24,20 +23,10 @@ from tests.factories import (
     skill_folder,
     write_json,
 )
-from tests.hostile_git import arm, make_partial_clone
+from tests.hostile_git import GIT_ENV, arm, make_partial_clone
 
 pytestmark = pytest.mark.django_db
 
-#: The builder's git must not read the machine's config (signing, hooks, default branch).
-GIT_ENV = {
-    **os.environ,
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "Eval Author",
-    "GIT_AUTHOR_EMAIL": "author@example.com",
-    "GIT_COMMITTER_NAME": "Eval Author",
-    "GIT_COMMITTER_EMAIL": "author@example.com",
-}
 
 
 class Clone:
