@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import io
+from collections import deque
 from typing import Any
 
+import pytest
+
 from grading.evaluating.agent import AgentResult
-from grading.evaluating.claude_code.stream import round_summary, transcribe
+from grading.evaluating.claude_code.stream import (
+    StreamTooLarge,
+    drain,
+    read_events,
+    round_summary,
+    transcribe,
+)
 
 
 def assistant(*blocks: dict[str, Any], parent: str | None = None) -> dict[str, Any]:
@@ -81,3 +91,42 @@ def test_notices_the_cli_writes_itself_are_not_the_conversation() -> None:
 
     assert [e.get("text") for e in result.events] == ["Real answer."]
     assert read.subagent_calls == []
+
+
+class Endless(io.RawIOBase):
+    """What an agent's command writing to the CLI's own stdout looks like: it never ends."""
+
+    def __init__(self, piece: bytes) -> None:
+        self.piece, self.served = piece, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        size = len(buffer)
+        buffer[:size] = (self.piece * (size // len(self.piece) + 1))[:size]
+        self.served += size
+        return size
+
+
+def test_a_stream_flooded_with_events_is_cut_at_its_bound() -> None:
+    flood = io.BufferedReader(Endless(b'{"type": "noise"}\n'))
+
+    with pytest.raises(StreamTooLarge, match="more than 1 MiB of events"):
+        for _ in read_events(flood, max_bytes=1024**2):
+            pass
+
+
+def test_stderr_without_line_ends_is_read_in_pieces_and_only_its_tail_kept() -> None:
+    endless = Endless(b"x")
+    tail: deque[str] = deque(maxlen=3)
+
+    class Stop(io.BufferedReader):
+        def readline(self, size: int = -1) -> bytes:
+            if endless.served > 8 * 1024**2:
+                raise ValueError("closed")  # as the pipe does once the CLI is killed
+            return super().readline(size)
+
+    drain(Stop(endless), tail)
+
+    assert len(tail) == 3 and all(len(line) <= 500 for line in tail)
