@@ -31,6 +31,9 @@ from pathlib import Path, PurePosixPath
 #: copied into every run, so one holding a dataset or a build would fill the disk.
 MAX_COPY_BYTES = 256 * 1024**2
 MAX_COPY_ENTRIES = 20_000
+#: Larger than any SKILL.md a person writes, wherever it is read from (a folder, a commit):
+#: it is read whole into memory.
+SKILL_MD_MAX_BYTES = 4 * 1024**2
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC

@@ -21,6 +21,7 @@ from runs.names import (
 from runs.untrusted_git import GitError
 
 from . import hostfiles
+from .hostfiles import SKILL_MD_MAX_BYTES
 from .skillgit import skill_md_at
 from .taskdir import FixtureError, fixture_sources
 
@@ -219,8 +220,7 @@ def _body(text: str) -> str:
     return FRONT_MATTER.sub("", text, count=1)
 
 
-#: Larger than any SKILL.md or evals.json a person writes; read whole into memory.
-SKILL_MD_MAX_BYTES = 4 * 1024**2
+#: Larger than any evals.json a person writes; read whole into memory.
 EVALS_JSON_MAX_BYTES = 16 * 1024**2
 
 

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 
@@ -31,7 +31,8 @@ from runs.untrusted_git import (
     safe_name,
 )
 
-from . import sandbox
+from . import hostfiles, sandbox
+from .hostfiles import SKILL_MD_MAX_BYTES
 
 #: git reads a few objects: far below an agent command's limits.
 GIT_LIMITS = sandbox.Limits(
@@ -41,10 +42,7 @@ GIT_LIMITS = sandbox.Limits(
     file_bytes=16 * 1024**2,
     tmp_bytes=16 * 1024**2,
 )
-#: Larger than any SKILL.md a person writes; it is read whole into memory.
-SKILL_MD_MAX_BYTES = 4 * 1024**2
 TREE_MODE = "40000"
-_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -145,8 +143,7 @@ class _Export:
                     f"the skill folder holds more than {settings.EVALSITE_GIT_MAX_TREE_ENTRIES}"
                     " files and folders (limit EVALSITE_GIT_MAX_TREE_ENTRIES)"
                 )
-            fd = self._open(parts)
-            try:
+            with hostfiles.directory(self.target, PurePosixPath(*parts)) as fd:
                 for entry in entries:
                     if not safe_name(entry.name):
                         raise GitError(f"refused: a tree entry named {entry.name!r}")
@@ -157,19 +154,6 @@ class _Export:
                         folders.append((entry.oid, (*parts, entry.name)))
                     elif entry.mode in BLOB_MODES:
                         self._write(entry.oid, entry.name, entry.mode, fd)
-            finally:
-                os.close(fd)
-
-    def _open(self, parts: tuple[str, ...]) -> int:
-        """The folder at `parts` below the target, each component opened without following."""
-        fd = os.open(self.target, _FOLDER)
-        for name in parts:
-            try:
-                inner = os.open(name, _FOLDER, dir_fd=fd)
-            finally:
-                os.close(fd)
-            fd = inner
-        return fd
 
     def _write(self, oid: str, name: str, mode: str, folder_fd: int) -> None:
         kind, size = self.objects.header(oid)
