@@ -40,7 +40,9 @@ class DiskWatch:
         self.limits = limits
         #: The /proc that lists the command's processes (the sandbox's own), when known.
         self.processes = processes
-        self.next_at = 0.0
+        # Not at once: a command that ends within the interval cannot write much, and most
+        # (a git command, a short check) do; walking the folder for each was measurable.
+        self.next_at = time.monotonic() + self.MIN_INTERVAL
 
     def over(self) -> bool:
         now = time.monotonic()
