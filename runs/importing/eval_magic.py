@@ -174,8 +174,7 @@ def _read_run(
     tree: FileTree, prefix: str, *, eval_id: str, condition: str, run_index: int
 ) -> ParsedRun:
     def load(name: str, kind: str | None) -> Any:
-        raw = tree.files.get(prefix + name)
-        return None if raw is None else jsonfiles.load(raw, kind, display=tree.shown(prefix + name))
+        return tree.json(prefix + name, kind) if prefix + name in tree.files else None
 
     run = ParsedRun(
         eval_id=eval_id,

@@ -264,8 +264,8 @@ def _read_run(
         content_hash=tree.digest(prefix),
         prompt=(metadata or {}).get("prompt") or "",
     )
-    if (raw := tree.files.get(prefix + "timing.json")) is not None:
-        timing = jsonfiles.load(raw, "timing", display=tree.shown(prefix + "timing.json"))
+    if prefix + "timing.json" in tree.files:
+        timing = tree.json(prefix + "timing.json", "timing")
         tokens = timing.get("total_tokens")
         duration = timing.get("duration_ms")
         if not duration and timing.get("total_duration_seconds"):
@@ -278,9 +278,9 @@ def _read_run(
         run.duration_ms = round(duration) if duration is not None else None
         run.timing_source = "skill-creator" if tokens or duration else ""
     per_eval: dict[str, list[dict[str, Any]]] = {}
-    if (raw := tree.files.get(prefix + "grading.json")) is not None:
+    if prefix + "grading.json" in tree.files:
         display = tree.shown(prefix + "grading.json")
-        data = jsonfiles.parse_json(raw, display=display)
+        data = tree.json(prefix + "grading.json")
         if isinstance(data, dict) and "assertion_results" in data and "expectations" not in data:
             jsonfiles.validate(data, "grading", display=display)
             run.grading = eval_magic_grading(data)

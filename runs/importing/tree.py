@@ -13,6 +13,7 @@ from typing import Any
 
 from runs.warnings import ValidityWarning
 
+from . import jsonfiles
 from .errors import ImportFailure
 
 #: Folders that are never results: eval-magic's agent working folders, VCS and tool caches.
@@ -64,6 +65,18 @@ class FileTree:
 
     def get(self, relpath: str) -> bytes | None:
         return self.files.get(relpath)
+
+    def json(self, relpath: str, kind: str | None = None) -> Any:
+        """The parsed JSON of one file of the tree (validated against `kind` when given);
+        a document an earlier step parsed is taken from `parsed`, not parsed again."""
+        shown = self.shown(relpath)
+        if relpath in self.parsed:
+            data = self.parsed.pop(relpath)
+        else:
+            data = jsonfiles.parse_json(self.files[relpath], display=shown)
+        if kind is not None:
+            jsonfiles.validate(data, kind, display=shown)
+        return data
 
     def under(self, prefix: str) -> list[str]:
         """The paths below `prefix` ("" = all), sorted; found by bisection, not a scan."""
