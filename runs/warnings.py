@@ -38,6 +38,31 @@ SENTENCES: dict[str, str] = {
     ),
     "runs-from-zero": "{folder}: run folders are numbered from run-0",
     "evals-json-unused": "{problem} (not used to link evals)",
+    # The importer: what skill-creator's own reader accepts, read as it does.
+    "nulls-read-as-missing": (
+        "null read as a missing value at {fields:list} in {n} {file} file(s): "
+        "{files:list}{unnamed:more}"
+    ),
+    "benchmark-not-json": ("{problem}; the gradings beside it were imported without it"),
+    "benchmark-not-read": (
+        "{problem}; the gradings beside it were imported, and benchmark.json only "
+        "cross-checked against them"
+    ),
+    "eval-folders-merged": (
+        "eval {eval_id!r} is in {folders:and} with the same prompt: imported as one eval, "
+        "the later folder's runs numbered after the earlier's"
+    ),
+    "eval-id-shared": (
+        "eval id {eval_id!r} is used by {folders:and} for different evals: imported as "
+        "distinct evals {ids:list}"
+    ),
+    "outputs-without-grading": (
+        "{n} run(s) have outputs but no grading.json: {runs:list}{unnamed:more}"
+    ),
+    "gradings-not-read": (
+        "{n} grading file(s) could not be read, their runs imported as missing gradings: "
+        "{problems:semicolons}{unnamed:more}"
+    ),
     # The importer: what the runs say about the comparison.
     "uneven-run-counts": "uneven run counts on {eval_id}: {counts:counts}",
     "errored-runs": (

@@ -1,8 +1,23 @@
 """skill-creator workspaces (SPEC §3.3): loose files, normalised as documented here.
 
-Normalisations: expectations get the id `slugify(text)`; a missing `summary` is computed from
-the expectations; 0 tokens with 0 time means "not recorded"; eval ids become strings; a lone
-`benchmark.json` (no run folders beside it) is imported from its `runs[]`.
+Normalisations (each one that changes what a file says is named in a validity warning):
+- expectations get the id `slugify(text)`; a missing `summary` is computed from the
+  expectations; 0 tokens with 0 time means "not recorded"; eval ids become strings;
+- a `null` where grading.json, timing.json, eval_metadata.json, benchmark.json or
+  feedback.json has an optional key is read as the key missing, as skill-creator's reader does;
+- a lone `benchmark.json` (no run folders beside it) is imported from its `runs[]` and must be
+  valid; beside run folders the gradings win: a benchmark.json that is not JSON, or not a
+  valid benchmark, is only cross-checked where it can be (its `run_summary`), never used;
+- two eval folders with one `eval_id` are one eval when their eval_metadata.json prompts
+  are the same (whitespace-normalised): it holds both folders' runs, and a later folder's
+  run numbers that are taken continue after the highest before it; otherwise (different
+  prompts, or metadata in only one) they are distinct evals, the first in natural folder
+  order keeping the id and each later one getting `<eval_id>@<folder name>`;
+- the author format `<configuration>/eval-<id>-grading.json` (or
+  `<configuration>/run-<k>/eval-<id>-grading.json`) at the iteration's top is run 1 (or k)
+  of eval `<id>` in that configuration;
+- a run folder with `outputs/` and no grading.json is a missing grading; with keep-going, so
+  is a grading.json that cannot be read (not JSON, or not a grading), named in a warning.
 """
 
 from __future__ import annotations
@@ -11,54 +26,77 @@ import contextlib
 import copy
 import os
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from runs.models import SourceKind
 from runs.warnings import ValidityWarning
 
-from . import jsonfiles
 from .detect import NOT_CONFIGURATIONS, natural_key
 from .errors import ImportFailure
-from .eval_magic import eval_magic_grading, parse_timestamp
+from .eval_magic import parse_timestamp
 from .records import (
     EvalDefinition,
     ParsedCondition,
     ParsedIteration,
-    ParsedReview,
     ParsedRun,
 )
 from .skill_creator_results import (
-    eval_id_of,
-    expectations_by_eval,
+    eval_ids,
+    read_grading,
+    read_timing,
     rebuilt_definitions,
+    reviews,
     runs_from_benchmark,
     skill_creator_grading,
 )
+from .skill_creator_tolerance import Tolerated
 from .tree import FileTree, cell_runs, is_skipped_dir
 
 RUN_DIR = re.compile(r"^run-(\d+)$")
 #: Template values skill-creator leaves where an agent did not fill a field in.
 PLACEHOLDER = re.compile(r"^\s*<[^<>]*>\s*$")
 RUN_FILES = ("grading.json", "timing.json")
+#: The author format: `<configuration>/[run-<k>/]eval-<id>-grading.json`.
+AUTHOR_GRADING = re.compile(
+    r"^(?P<config>[^/]+)/(?:run-(?P<run>\d+)/)?eval-(?P<eval>[^/]+?)-grading\.json$"
+)
+METADATA = "skill-creator-eval-metadata"
+BENCHMARK = "skill-creator-benchmark"
 #: Treatment first, like eval-magic's conditions_compared.
 CONFIG_ORDER = ["with_skill", "new_skill", "without_skill", "old_skill"]
 OUTPUT_PREVIEW_BYTES = 20_000
 
 
 def read_iteration(
-    tree: FileTree, *, skill_name: str, label: str, definitions: dict[str, EvalDefinition]
+    tree: FileTree,
+    *,
+    skill_name: str,
+    label: str,
+    definitions: dict[str, EvalDefinition],
+    keep_going: bool = False,
 ) -> ParsedIteration:
-    """Parse a skill-creator iteration folder (or a folder holding only benchmark.json)."""
-    benchmark = None
-    if "benchmark.json" in tree.files:
-        shown = tree.shown("benchmark.json")
-        benchmark = tree.parsed.pop("benchmark.json", None)
-        if benchmark is None:
-            benchmark = jsonfiles.parse_json(tree.files["benchmark.json"], display=shown)
-        jsonfiles.validate(benchmark, "skill-creator-benchmark", display=shown)
-    metadata = (benchmark or {}).get("metadata") or {}
-    timestamp = metadata.get("timestamp") or ""
-    model = str(metadata.get("executor_model") or "")
+    """Parse a skill-creator iteration folder (or a folder holding only benchmark.json).
+
+    With `keep_going`, a grading.json that cannot be read makes its run a missing grading
+    (named in a warning) instead of rejecting the iteration.
+    """
+    tolerated = Tolerated(keep_going=keep_going)
+    eval_dirs = _eval_dirs(tree)
+    metadata_by_dir = {
+        eval_dir: tolerated.load(tree, f"{eval_dir}/eval_metadata.json", METADATA)
+        for eval_dir in eval_dirs
+        if f"{eval_dir}/eval_metadata.json" in tree.files
+    }
+    ids = eval_ids(eval_dirs, metadata_by_dir, tolerated.notices)
+    numbering = _Numbering()
+    cells = _run_folders(tree, eval_dirs, ids, numbering, tolerated.notices)
+    cells += _author_gradings(tree, eval_dirs, numbering)
+    benchmark, benchmark_valid = _benchmark(tree, tolerated, beside_runs=bool(cells))
+    metadata = benchmark.get("metadata") if benchmark else None
+    metadata = metadata if isinstance(metadata, dict) else {}
+    timestamp = _string(metadata.get("timestamp"))
+    model = _string(metadata.get("executor_model"))
     iteration = ParsedIteration.from_tree(
         tree,
         skill_name=skill_name,
@@ -76,13 +114,10 @@ def read_iteration(
     if benchmark and isinstance(benchmark.get("notes"), list):
         iteration.extra["benchmark_notes"] = benchmark["notes"]
 
-    eval_dirs = _eval_dirs(tree)
-    metadata_by_dir = _eval_metadata(tree, eval_dirs)
-    _check_unique_ids(tree, eval_dirs, metadata_by_dir)
     runs: list[ParsedRun] = []
-    for cell in _run_folders(tree, eval_dirs, iteration.notices):
-        runs.extend(_read_run(tree, *cell, metadata_by_dir))
-    if not runs and benchmark and benchmark.get("runs"):
+    for slot in cells:
+        runs.extend(_read_run(tree, slot, metadata_by_dir.get(slot.eval_dir), tolerated))
+    if not runs and benchmark_valid and benchmark and benchmark.get("runs"):
         runs = runs_from_benchmark(benchmark, display=tree.shown("benchmark.json"))
     elif benchmark and isinstance(benchmark.get("runs"), list):
         # The runs were read from their own folders; benchmark.json's copies of them (often
@@ -93,7 +128,8 @@ def read_iteration(
         }
     if not runs:
         raise ImportFailure(
-            "no eval-*/<configuration>/ run folders and no runs[] in benchmark.json",
+            "no eval-*/<configuration>/ run folders, no <configuration>/eval-<id>-grading.json "
+            "and no runs[] in benchmark.json",
             path=tree.display,
         )
     iteration.runs = runs
@@ -105,28 +141,41 @@ def read_iteration(
         ParsedCondition(name=name, position=i, loads_skill=name != "without_skill")
         for i, name in enumerate(ordered)
     ]
-    iteration.evals = rebuilt_definitions(runs, metadata_by_dir, definitions)
+    iteration.evals = rebuilt_definitions(runs, metadata_by_dir, definitions, ids=ids)
     if "feedback.json" in tree.files:
-        feedback = jsonfiles.load(
-            tree.files["feedback.json"],
-            "skill-creator-feedback",
-            display=tree.shown("feedback.json"),
-        )
+        feedback = tolerated.load(tree, "feedback.json", "skill-creator-feedback")
         iteration.extra["feedback_status"] = feedback.get("status")
-        iteration.reviews = [
-            ParsedReview(
-                run_relpath_key=review["run_id"],
-                text=review["feedback"],
-                created_at=parse_timestamp(
-                    review.get("timestamp"),
-                    display=tree.shown("feedback.json"),
-                    pointer=f"/reviews/{index}/timestamp",
-                ),
-            )
-            for index, review in enumerate(feedback.get("reviews") or [])
-            if review["feedback"].strip()
-        ]
+        iteration.reviews = reviews(feedback, display=tree.shown("feedback.json"))
+    iteration.notices.extend(tolerated.warnings())
     return iteration
+
+
+def _string(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _benchmark(
+    tree: FileTree, tolerated: Tolerated, *, beside_runs: bool
+) -> tuple[dict[str, Any] | None, bool]:
+    """benchmark.json and whether it is valid. Beside run folders it costs only itself: one
+    that is not JSON is left out, one that is not a valid benchmark is kept to be
+    cross-checked; each named in a warning. A lone one must be valid."""
+    if "benchmark.json" not in tree.files:
+        return None, False
+    try:
+        data = tree.json("benchmark.json")
+    except ImportFailure as exc:
+        if not beside_runs:
+            raise
+        tolerated.notices.append(ValidityWarning("benchmark-not-json", {"problem": exc.message}))
+        return None, False
+    try:
+        return tolerated.validated(data, BENCHMARK, display=tree.shown("benchmark.json")), True
+    except ImportFailure as exc:
+        if not beside_runs:
+            raise
+        tolerated.notices.append(ValidityWarning("benchmark-not-read", {"problem": exc.message}))
+        return (data if isinstance(data, dict) else None), False
 
 
 def _eval_dirs(tree: FileTree) -> list[str]:
@@ -181,46 +230,50 @@ def _dirs_on_disk(tree: FileTree, relative: str) -> list[str]:
         return []
 
 
-def _eval_metadata(tree: FileTree, eval_dirs: list[str]) -> dict[str, dict[str, Any]]:
-    found = {}
-    for eval_dir in eval_dirs:
-        relpath = f"{eval_dir}/eval_metadata.json"
-        if (raw := tree.files.get(relpath)) is not None:
-            found[eval_dir] = jsonfiles.load(
-                raw, "skill-creator-eval-metadata", display=tree.shown(relpath)
-            )
-    return found
+class _Numbering:
+    """Run numbers taken per (eval id, configuration): where a folder's runs would take a
+    number already taken (a second folder of one eval), they continue after the highest."""
+
+    def __init__(self) -> None:
+        self.taken: dict[tuple[str, str], set[int]] = {}
+
+    def place(self, eval_id: str, config: str, indices: list[int]) -> list[int]:
+        taken = self.taken.setdefault((eval_id, config), set())
+        if taken & set(indices):
+            shift = max(taken) - min(indices) + 1
+            indices = [index + shift for index in indices]
+        taken.update(indices)
+        return indices
 
 
-def _check_unique_ids(
-    tree: FileTree, eval_dirs: list[str], metadata_by_dir: dict[str, dict[str, Any]]
-) -> None:
-    seen: dict[str, str] = {}
-    for eval_dir in eval_dirs:
-        eval_id = eval_id_of(eval_dir, metadata_by_dir.get(eval_dir))
-        if eval_id in seen:
-            raise ImportFailure(
-                f"eval id {eval_id!r} is also the id of {seen[eval_id]}/; "
-                "expected one folder per eval",
-                path=tree.shown(f"{eval_dir}/eval_metadata.json")
-                if eval_dir in metadata_by_dir
-                else tree.shown(eval_dir),
-                pointer="/eval_id" if eval_dir in metadata_by_dir else None,
-            )
-        seen[eval_id] = eval_dir
+@dataclass(frozen=True)
+class _RunSlot:
+    """Where one run's files are: `prefix` + `grading`, the eval folder ("" in the author
+    format) and the eval id and run number it is imported as."""
+
+    eval_id: str
+    eval_dir: str
+    config: str
+    run_index: int
+    prefix: str
+    grading: str = "grading.json"
 
 
 def _run_folders(
-    tree: FileTree, eval_dirs: list[str], notices: list[ValidityWarning]
-) -> list[tuple[str, str, int, str]]:
-    """(eval folder, configuration, run number, prefix) for flat and run-<k> layouts.
+    tree: FileTree,
+    eval_dirs: list[str],
+    ids: dict[str, str],
+    numbering: _Numbering,
+    notices: list[ValidityWarning],
+) -> list[_RunSlot]:
+    """The run slots of the eval folders, flat and run-<k> layouts.
 
     Every configuration folder is a declared run slot, and so is every `run-<k>/` in it,
     even empty or holding only `outputs/`: such a run is a missing grading, as eval-magic
     counts it. Where a flat grading.json sits beside `run-<k>/` folders, the run folders win
     (as in eval-magic and skill-creator), and the flat file is named in a warning.
     """
-    found = []
+    found: list[_RunSlot] = []
     for eval_dir in eval_dirs:
         for config in _dirs_on_disk(tree, eval_dir):
             if not _is_config(config):
@@ -242,54 +295,68 @@ def _run_folders(
             )
             if 0 in runs:
                 notices.append(ValidityWarning("runs-from-zero", {"folder": tree.shown(cell)}))
-            found.extend((eval_dir, config, index, prefix) for index, prefix in slots)
+            placed = numbering.place(ids[eval_dir], config, [index for index, _ in slots])
+            found.extend(
+                _RunSlot(ids[eval_dir], eval_dir, config, index, prefix)
+                for index, (_, prefix) in zip(placed, slots, strict=True)
+            )
+    return found
+
+
+def _author_gradings(tree: FileTree, eval_dirs: list[str], numbering: _Numbering) -> list[_RunSlot]:
+    """Runs of the author format `<configuration>/[run-<k>/]eval-<id>-grading.json`."""
+    by_cell: dict[tuple[str, str], list[tuple[int, str, str]]] = {}
+    inside_evals = {eval_dir.split("/")[0] for eval_dir in eval_dirs}
+    for relpath in tree.sizes:
+        if not relpath.endswith("-grading.json"):
+            continue
+        match = AUTHOR_GRADING.match(relpath)
+        if not match or not _is_config(config := match["config"]) or config in inside_evals:
+            continue
+        run_index = int(match["run"]) if match["run"] is not None else 1
+        prefix, name = relpath.rsplit("/", 1)
+        by_cell.setdefault((match["eval"], config), []).append((run_index, prefix + "/", name))
+    found: list[_RunSlot] = []
+    # Files are listed in the order the file system gave them: sort, for a stable run order.
+    for (eval_id, config), slots in sorted(
+        by_cell.items(), key=lambda c: (natural_key(c[0][0]), c[0][1])
+    ):
+        slots.sort()
+        placed = numbering.place(eval_id, config, [index for index, _, _ in slots])
+        found.extend(
+            _RunSlot(eval_id, "", config, index, prefix, name)
+            for index, (_, prefix, name) in zip(placed, slots, strict=True)
+        )
     return found
 
 
 def _read_run(
-    tree: FileTree,
-    eval_dir: str,
-    config: str,
-    run_index: int,
-    prefix: str,
-    metadata_by_dir: dict[str, dict[str, Any]],
+    tree: FileTree, slot: _RunSlot, metadata: dict[str, Any] | None, tolerated: Tolerated
 ) -> list[ParsedRun]:
     """One run, or one per eval when a grading.json's expectations carry their own eval_id."""
-    metadata = metadata_by_dir.get(eval_dir)
+    prefix = slot.prefix
     run = ParsedRun(
-        eval_id=eval_id_of(eval_dir, metadata),
-        condition=config,
-        run_index=run_index,
-        source_relpath=prefix.rstrip("/"),
-        content_hash=tree.digest(prefix),
-        prompt=(metadata or {}).get("prompt") or "",
+        eval_id=slot.eval_id,
+        condition=slot.config,
+        run_index=slot.run_index,
+        # The author format keeps several runs in one folder: the run is its grading file.
+        source_relpath=prefix.rstrip("/") if slot.eval_dir else prefix + slot.grading,
+        content_hash=tree.digest(prefix if slot.eval_dir else prefix + slot.grading),
+        prompt=_string((metadata or {}).get("prompt")),
     )
-    if prefix + "timing.json" in tree.files:
-        timing = tree.json(prefix + "timing.json", "timing")
-        tokens = timing.get("total_tokens")
-        duration = timing.get("duration_ms")
-        if not duration and timing.get("total_duration_seconds"):
-            duration = timing["total_duration_seconds"] * 1000
-        # skill-creator writes zeros for what it did not record: 0 tokens is never a
-        # measurement (a run that ran used tokens), 0 ms with 0 tokens neither.
-        tokens = tokens or None
-        duration = duration if duration or tokens else None
-        run.total_tokens = tokens
-        run.duration_ms = round(duration) if duration is not None else None
-        run.timing_source = "skill-creator" if tokens or duration else ""
+    if slot.eval_dir and prefix + "timing.json" in tree.files:
+        read_timing(run, tolerated.load(tree, prefix + "timing.json", "timing"))
     per_eval: dict[str, list[dict[str, Any]]] = {}
-    if prefix + "grading.json" in tree.files:
-        display = tree.shown(prefix + "grading.json")
-        data = tree.json(prefix + "grading.json")
-        if isinstance(data, dict) and "assertion_results" in data and "expectations" not in data:
-            jsonfiles.validate(data, "grading", display=display)
-            run.grading = eval_magic_grading(data)
-        else:
-            jsonfiles.validate(data, "skill-creator-grading", display=display)
-            per_eval = expectations_by_eval(data["expectations"], default=run.eval_id)
-            run.grading = skill_creator_grading(data)
+    grading_path = prefix + slot.grading
+    if grading_path in tree.files:
+        try:
+            per_eval = read_grading(run, tree, grading_path, tolerated)
+        except ImportFailure as exc:
+            if not tolerated.keep_going:
+                raise
+            tolerated.unread_gradings.append(exc.message)
     outputs = []
-    for relpath in tree.under(prefix + "outputs/"):
+    for relpath in tree.under(prefix + "outputs/") if slot.eval_dir else []:
         entry: dict[str, Any] = {
             "path": relpath[len(prefix) + len("outputs/") :],
             "size": tree.sizes[relpath],
@@ -301,6 +368,8 @@ def _read_run(
         outputs.append(entry)
     if outputs:
         run.artifacts["outputs"] = outputs
+        if grading_path not in tree.sizes:
+            tolerated.outputs_only.append(run.source_relpath)
     if len(per_eval) <= 1:
         return [run]
     # One grading.json graded several evals (each expectation names its eval): split it, or

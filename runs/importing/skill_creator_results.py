@@ -1,5 +1,6 @@
-"""skill-creator's gradings, the runs a lone benchmark.json lists, and the eval
-definitions rebuilt from its eval_metadata.json files (the reader is skill_creator.py)."""
+"""skill-creator's gradings and timings, eval ids, the runs a lone benchmark.json lists, the
+reviews of feedback.json, and the eval definitions rebuilt from its eval_metadata.json files
+(the reader, which walks the folders, is skill_creator.py)."""
 
 from __future__ import annotations
 
@@ -7,23 +8,62 @@ from collections import defaultdict
 from typing import Any
 
 from runs.assertions import case_assertions, unique_slugs
+from runs.warnings import ValidityWarning
 
+from . import jsonfiles
 from .definitions import matches_what_ran
 from .errors import ImportFailure
-from .eval_magic import reconstructed_definition
+from .eval_magic import eval_magic_grading, parse_timestamp, reconstructed_definition
 from .records import (
     EvalDefinition,
     ParsedGrading,
     ParsedResult,
+    ParsedReview,
     ParsedRun,
     fingerprint,
 )
+from .skill_creator_tolerance import Tolerated
+from .tree import FileTree
 
 
 def eval_id_of(eval_dir: str, metadata: dict[str, Any] | None) -> str:
     if metadata and metadata.get("eval_id") is not None:
         return str(metadata["eval_id"])
     return eval_dir.split("/")[-1].removeprefix("eval-")
+
+
+def eval_ids(
+    eval_dirs: list[str],
+    metadata_by_dir: dict[str, dict[str, Any]],
+    notices: list[ValidityWarning],
+) -> dict[str, str]:
+    """Each eval folder's eval id. Folders sharing one hold one eval when their prompts are
+    the same, else distinct evals: the first keeps the id, a later one is `<id>@<folder>`."""
+    by_id: dict[str, list[str]] = {}
+    for eval_dir in eval_dirs:
+        by_id.setdefault(eval_id_of(eval_dir, metadata_by_dir.get(eval_dir)), []).append(eval_dir)
+    ids: dict[str, str] = {}
+    for eval_id, dirs in by_id.items():
+        # Folders with the same prompt, in folder order; a folder without one is alone.
+        same: dict[str, list[str]] = {}
+        for eval_dir in dirs:
+            prompt = (metadata_by_dir.get(eval_dir) or {}).get("prompt")
+            key = " ".join(prompt.split()) if isinstance(prompt, str) else ""
+            same.setdefault(key or f"\0{eval_dir}", []).append(eval_dir)
+        for position, members in enumerate(same.values()):
+            given = eval_id if position == 0 else f"{eval_id}@{members[0].split('/')[-1]}"
+            ids.update(dict.fromkeys(members, given))
+            if len(members) > 1:
+                params = {"eval_id": given, "folders": [f"{d}/" for d in members]}
+                notices.append(ValidityWarning("eval-folders-merged", params))
+        if len(same) > 1:
+            params = {
+                "eval_id": eval_id,
+                "folders": [f"{d}/" for d in dirs],
+                "ids": list(dict.fromkeys(ids[d] for d in dirs)),
+            }
+            notices.append(ValidityWarning("eval-id-shared", params))
+    return ids
 
 
 def expectations_by_eval(
@@ -70,6 +110,51 @@ def skill_creator_grading(data: dict[str, Any], *, format: str = "skill-creator"
     return ParsedGrading.from_summary(
         summary, format=format, summary_computed=computed, results=results, extra=extra
     )
+
+
+def read_timing(run: ParsedRun, timing: dict[str, Any]) -> None:
+    tokens = timing.get("total_tokens")
+    duration = timing.get("duration_ms")
+    if not duration and timing.get("total_duration_seconds"):
+        duration = timing["total_duration_seconds"] * 1000
+    # skill-creator writes zeros for what it did not record: 0 tokens is never a
+    # measurement (a run that ran used tokens), 0 ms with 0 tokens neither.
+    tokens = tokens or None
+    duration = duration if duration or tokens else None
+    run.total_tokens = tokens
+    run.duration_ms = round(duration) if duration is not None else None
+    run.timing_source = "skill-creator" if tokens or duration else ""
+
+
+def read_grading(
+    run: ParsedRun, tree: FileTree, relpath: str, tolerated: Tolerated
+) -> dict[str, list[dict[str, Any]]]:
+    """Set the run's grading (skill-creator's, or eval-magic's format); its expectations by
+    the eval they name, when they name one."""
+    display = tree.shown(relpath)
+    data = tree.json(relpath)
+    if isinstance(data, dict) and "assertion_results" in data and "expectations" not in data:
+        jsonfiles.validate(data, "grading", display=display)
+        run.grading = eval_magic_grading(data)
+        return {}
+    data = tolerated.validated(data, "skill-creator-grading", display=display)
+    run.grading = skill_creator_grading(data)
+    return expectations_by_eval(data["expectations"], default=run.eval_id)
+
+
+def reviews(feedback: dict[str, Any], *, display: str) -> list[ParsedReview]:
+    """feedback.json's reviews that say something (the viewer saves an empty one per run)."""
+    return [
+        ParsedReview(
+            run_relpath_key=review["run_id"],
+            text=review["feedback"],
+            created_at=parse_timestamp(
+                review.get("timestamp"), display=display, pointer=f"/reviews/{index}/timestamp"
+            ),
+        )
+        for index, review in enumerate(feedback.get("reviews") or [])
+        if (review.get("feedback") or "").strip()
+    ]
 
 
 def runs_from_benchmark(benchmark: dict[str, Any], *, display: str) -> list[ParsedRun]:
@@ -130,8 +215,15 @@ def rebuilt_definitions(
     runs: list[ParsedRun],
     metadata_by_dir: dict[str, dict[str, Any]],
     known: dict[str, EvalDefinition],
+    *,
+    ids: dict[str, str],
 ) -> dict[str, EvalDefinition]:
-    by_id = {eval_id_of(d, m): (d, m) for d, m in metadata_by_dir.items()}
+    """Each eval's definition: from its eval_metadata.json (the first folder's, where two
+    folders hold one eval; `ids` is each folder's eval id), else evals.json's when it
+    matches what ran, else reconstructed from the runs."""
+    by_id: dict[str, tuple[str, dict[str, Any]]] = {}
+    for eval_dir, metadata in metadata_by_dir.items():
+        by_id.setdefault(ids.get(eval_dir) or eval_id_of(eval_dir, metadata), (eval_dir, metadata))
     candidates: dict[str, EvalDefinition] = {}
     for eval_id, (eval_dir, metadata) in by_id.items():
         like = known.get(eval_id)
