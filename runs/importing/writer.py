@@ -18,6 +18,7 @@ from runs.models import (
     role_for_condition,
 )
 from runs.search.index import index_iteration, index_written
+from runs.search.pending import DEFER_FROM_RUNS, defer_iteration
 
 from .checks import validity_warnings
 from .columns import columns
@@ -193,10 +194,14 @@ class Writer:
             iteration, parsed.runs, conditions, cases, fresh=existing is None, report=self.report
         )
         self._reviews(parsed, written.by_relpath)
-        # In the import's transaction: searchable with it. A new iteration's runs are all in
-        # memory; a changed one keeps runs it did not rewrite, so it is read back.
-        if existing is None:
-            index_written(iteration, written.created, written.graded)
+        # A new iteration's runs are all in memory; a changed one keeps runs it did not
+        # rewrite, so it is read back. Small: in the import's transaction, searchable with
+        # it. Large: indexed just after it commits, so its pages show first.
+        in_memory = (written.created, written.graded) if existing is None else None
+        if len(parsed.runs) >= DEFER_FROM_RUNS:
+            defer_iteration(iteration, in_memory)
+        elif in_memory is not None:
+            index_written(iteration, *in_memory)
         else:
             index_iteration(iteration)
         if existing is not None:

@@ -49,6 +49,11 @@ class SearchOut(Schema):
     more: bool
     #: Newest first.
     items: list[HitOut]
+    #: Iterations in scope still being indexed ("skill #n"): their runs may be missing.
+    indexing: list[str] = Field(
+        default_factory=list,
+        description="Iterations whose runs are not all searchable yet (still indexing)",
+    )
 
 
 class ErrorOut(Schema):
@@ -78,7 +83,8 @@ def _answer(params: SearchIn, filters: Filters) -> Status:
     results = search(query, filters, offset=params.offset, limit=params.limit)
     count = min(results.count, MAX_COUNTED)
     items = [_out(hit) for hit in results.hits]
-    return Status(200, {"count": count, "more": results.capped, "items": items})
+    body = {"count": count, "more": results.capped, "items": items, "indexing": results.indexing}
+    return Status(200, body)
 
 
 @router.get(

@@ -23,7 +23,7 @@ from django.db.models.functions import Cast
 
 from runs.models import AssertionResult, Iteration, Review, Run, RunStatus
 
-from .models import Outcome, SearchDocument
+from .models import Outcome, PendingIndex, SearchDocument
 
 #: What of a tool call is indexed: its name and the first 200 characters of its arguments
 #: and of its result (the command or path, the start of the output). Tool output is most of
@@ -303,7 +303,11 @@ def index_runs(run_ids: Iterable[int]) -> int:
 
 
 def rebuild() -> int:
-    """Every run's document written afresh, one iteration at a time; the runs indexed."""
-    return sum(
-        index_iteration(pk) for pk in Iteration.objects.order_by("pk").values_list("pk", flat=True)
-    )
+    """Every run's document written afresh, one iteration at a time (which completes any
+    iteration still pending, runs.search.pending); the runs indexed."""
+    indexed = 0
+    for pk in Iteration.objects.order_by("pk").values_list("pk", flat=True):
+        with transaction.atomic():
+            indexed += index_iteration(pk)
+            PendingIndex.objects.filter(pk=pk).delete()
+    return indexed

@@ -52,3 +52,26 @@ class SearchDocument(models.Model):
 
     def __str__(self) -> str:
         return f"search document of run {self.run_id}"
+
+
+class PendingIndex(models.Model):
+    """An iteration whose runs are written but not yet all in the search index.
+
+    A large import commits the rows its pages need first and indexes the iteration just
+    after (runs.search.index.defer_iteration); this row, written in the import's own
+    transaction, is deleted in the transaction that completes the index. While it exists,
+    search says the iteration is still being indexed; if the indexing process died, the row
+    outlives it and the next import, or `manage.py searchindex --pending`, completes it.
+    """
+
+    iteration = models.OneToOneField(
+        Iteration, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="+")
+    since = models.DateTimeField()
+    #: When a process took on the indexing (a conditional UPDATE decides who does); a claim
+    #: older than CLAIM_EXPIRES (index.py) belonged to a process that is gone.
+    claimed_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"search index pending for iteration {self.iteration_id}"

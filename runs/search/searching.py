@@ -23,6 +23,7 @@ from runs.models import LARGE_ITERATION_FIELDS, Iteration, Run
 
 from .index import event_text, transcripts
 from .models import SearchDocument
+from .pending import still_indexing
 from .query import Query
 
 PAGE_SIZE = 20
@@ -66,6 +67,8 @@ class Results:
     #: How many runs match, counted up to MAX_COUNTED (`capped`: there are more).
     count: int
     hits: list[Hit] = field(default_factory=list)
+    #: Iterations in the search's scope whose runs are not all indexed yet ("skill #n").
+    indexing: list[str] = field(default_factory=list)
 
     @property
     def capped(self) -> bool:
@@ -79,7 +82,8 @@ def search(query: Query, filters: Filters, *, offset: int = 0, limit: int = PAGE
         count, ids = _sqlite(query, filters, offset=offset, limit=limit)
     else:
         count, ids = _postgres(query, filters, offset=offset, limit=limit)
-    return Results(query=query, count=count, hits=_hits(query, ids))
+    indexing = still_indexing(skill_id=filters.skill_id, number=filters.iteration_number)
+    return Results(query=query, count=count, hits=_hits(query, ids), indexing=indexing)
 
 
 def _where(filters: Filters, *, table: str) -> tuple[list[str], list[object]]:
