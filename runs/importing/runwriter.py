@@ -18,7 +18,7 @@ from runs.models import (
 )
 from runs.search.index import Written
 
-from .columns import columns
+from .columns import columns, insert_rows
 from .records import ParsedGrading, ParsedRun, skill_called
 from .report import ImportReport
 
@@ -114,20 +114,31 @@ def write_runs(
         )
         Grading.objects.filter(run_id__in=replaced_gradings).delete()
     new_runs = [run for run, _ in to_create if run.pk is None]
-    Run.objects.bulk_create(new_runs, batch_size=500)
+    _insert_runs(new_runs)
     if new_runs:
         report.count("runs", "created", len(new_runs))
     graded = _gradings([(run, pr.grading) for run, pr in to_create if pr.grading is not None])
     return WrittenRuns(by_relpath=kept, created=new_runs, graded=graded)
 
 
+def _insert_runs(runs: list[Run]) -> None:
+    """Insert new Run instances, giving each its id (what bulk_create does, faster)."""
+    names = [f.attname for f in Run._meta.concrete_fields if not f.primary_key]
+    ids = insert_rows(Run, [{name: getattr(run, name) for name in names} for run in runs])
+    for run, pk in zip(runs, ids, strict=True):
+        run.pk = pk
+        run._state.adding = False
+        run._state.db = connection.alias
+
+
 def _gradings(pairs: list[tuple[Run, ParsedGrading]]) -> dict[int, Written]:
     """Write the runs' gradings and results; what the search index needs of each."""
-    gradings = [Grading(run=run, **columns(pg, Grading)) for run, pg in pairs]
-    Grading.objects.bulk_create(gradings, batch_size=500)
+    grading_ids = insert_rows(
+        Grading, [{"run_id": run.pk, **columns(pg, Grading)} for run, pg in pairs]
+    )
     rows = [
         (
-            grading.pk,
+            grading_id,
             r.assertion_id,
             r.is_meta,
             position,
@@ -137,7 +148,7 @@ def _gradings(pairs: list[tuple[Run, ParsedGrading]]) -> dict[int, Written]:
             r.grader,
             r.text,
         )
-        for grading, (_, pg) in zip(gradings, pairs, strict=True)
+        for grading_id, (_, pg) in zip(grading_ids, pairs, strict=True)
         for position, r in enumerate(pg.results)
     ]
     # Results are most of an import's rows (117,000 in the bench): tuples through one
@@ -152,8 +163,8 @@ def _gradings(pairs: list[tuple[Run, ParsedGrading]]) -> dict[int, Written]:
             )
     return {
         run.pk: Written(
-            grading.pass_rate,
+            pg.pass_rate,
             [r.evidence for r in pg.results if r.evidence and not r.is_meta],
         )
-        for grading, (run, pg) in zip(gradings, pairs, strict=True)
+        for run, pg in pairs
     }
