@@ -19,6 +19,10 @@ class ImportReport:
     rejected: list[str] = field(default_factory=list)
     #: "<folder>: <reason>" for each folder holding results that the import did not read.
     unimported: list[str] = field(default_factory=list)
+    #: (skill, iteration label, folder, why it is that skill's) for each iteration read.
+    placed: list[tuple[str, str, str, str]] = field(default_factory=list)
+    #: (skill, folder) for each skill folder read.
+    skill_folders: list[tuple[str, str]] = field(default_factory=list)
 
     def count(self, kind: str, outcome: str, n: int = 1) -> None:
         if n:
@@ -37,14 +41,41 @@ class ImportReport:
                 if counter[o] or o != "removed"
             )
             parts.append(f"{kind}: {outcomes}")
-        line = "; ".join(parts) or "nothing to import"
+        if not parts:
+            line = "Dry run: nothing would be imported" if self.dry_run else "Nothing imported"
+            if self.notes:
+                line += " (" + "; ".join(self.notes) + ")"
+            return line + self._tail()
+        line = "; ".join(parts)
         if self.notes:
             line += " (" + "; ".join(self.notes) + ")"
+        return ("Dry run, nothing saved: " if self.dry_run else "Imported ") + line + self._tail()
+
+    def _tail(self) -> str:
+        tail = ""
         if self.rejected:
-            line += f"; {len(self.rejected)} rejected"
+            tail += f"; {len(self.rejected)} rejected"
         if self.unimported:
-            line += f"; {len(self.unimported)} folder(s) with results not imported"
-        return ("Dry run, nothing saved: " if self.dry_run else "Imported ") + line
+            tail += f"; {len(self.unimported)} folder(s) or file(s) with results not imported"
+        return tail
+
+    def plan(self) -> list[str]:
+        """What was found, as a tree: each skill, its folder, the iterations it gets and the
+        folders they come from; then everything with results that is not imported."""
+        skills: dict[str, list[str]] = {}
+        for skill, folder in self.skill_folders:
+            skills.setdefault(skill, []).insert(0, f"    skill folder {folder}")
+        for skill, label, folder, why in self.placed:
+            because = f" ({why})" if why else ""
+            skills.setdefault(skill, []).append(f"    {label} <- {folder}{because}")
+        lines = []
+        for skill, entries in skills.items():
+            lines.append(f"  {skill}")
+            lines.extend(entries)
+        if self.unimported or self.rejected:
+            lines.append("  not imported:")
+            lines.extend(f"    {line}" for line in self.rejected + self.unimported)
+        return lines
 
     def details(self) -> list[str]:
         """The lines behind the summary's counts: each rejection, each folder left out."""

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -19,7 +18,7 @@ from django.db import transaction
 from runs.models import EvalCase, Generation
 from runs.warnings import ValidityWarning
 
-from . import baseline, eval_magic, jsonfiles, skill_creator
+from . import baseline, eval_magic, skill_creator
 from .archives import archive_kind, extract_archive
 from .columns import record_from_row
 from .definitions import read_evals_hint, read_skill_definitions
@@ -27,14 +26,12 @@ from .detect import Source, detect, workspace_folder_name
 from .errors import ImportFailure
 from .records import EvalDefinition, ParsedIteration, SkillDefinitions
 from .report import ImportReport
+from .shares import share_of
 from .statistics import refresh_after_import
 from .tree import read_result_file, read_tree
 from .writer import Writer
 
 Progress = Callable[[int, int, str], None]
-
-#: Template values skill-creator leaves in a benchmark.json an agent did not fill in.
-PLACEHOLDER = re.compile(r"^\s*<[^<>]*>\s*$")
 
 
 @dataclass(frozen=True)
@@ -102,12 +99,7 @@ def import_roots(
             for source in found.sources
         )
     if not any(unit.source.kind != "skill" for unit in units) and report.unimported:
-        more = len(report.unimported) - 1
-        raise ImportFailure(
-            "nothing imported: "
-            + report.unimported[0]
-            + (f" (and {more} more folder(s) with results)" if more else "")
-        )
+        raise ImportFailure("nothing imported: " + "; ".join(report.unimported))
     if not units:
         raise ImportFailure(
             "no workspace found here (expected eval-magic iteration folders, "
@@ -179,6 +171,7 @@ class _Importer:
         definitions = _skill_definitions(unit.source.path, display=unit.display, strict=pointed_at)
         for warning in definitions.warnings:
             self.report.notes.append(warning)
+        self.report.skill_folders.append((definitions.skill_name, unit.display))
         self.writer.write_definitions(definitions)
         self.folders[folder] = definitions
 
@@ -190,8 +183,9 @@ class _Importer:
         definitions = self.folders.get(owner) if owner else None
         tree = read_tree(source.path, display=unit.display)
         hint_name, known, warnings = self._known_definitions(source, definitions)
-        skill_name = _skill_name(source, tree, definitions, hint_name)
+        skill_name = _skill_name(source, definitions, hint_name)
         label = source.label if source.kind != "baseline" else ""
+        self.report.placed.append((skill_name, label or "baseline", unit.display, source.why))
         # Known provenance (a commit) may be new for unchanged files: let the writer decide.
         if (
             label
@@ -204,6 +198,8 @@ class _Importer:
         if not known:
             known = _stored_definitions(skill_name)
         parsed = _read(source, tree, skill_name=skill_name, definitions=known)
+        if source.eval_folders is not None:
+            parsed = share_of(parsed, source.eval_folders, source.eval_ids)
         tree.files.clear()  # parsed: the bytes need not stay in memory while rows are written
         parsed.notices.extend(warnings)
         if definitions is not None and definitions.skill_name == skill_name:
@@ -243,25 +239,14 @@ class _Importer:
 
 
 def _skill_name(
-    source: Source,
-    tree: Any,
-    definitions: SkillDefinitions | None,
-    hint_name: str | None,
+    source: Source, definitions: SkillDefinitions | None, hint_name: str | None
 ) -> str:
-    """The identity rule (SPEC §2): SKILL.md's `name`, then evals.json's `skill_name`, then a
-    skill-creator benchmark's non-placeholder `metadata.skill_name`, then the folder name."""
+    """The identity rule (SPEC §2, §3.6): the owning skill folder's SKILL.md `name`, then the
+    skill the results name, then evals.json's `skill_name`, then what discovery fell back on
+    (a benchmark's `metadata.skill_name` in the workspace, else the folder name)."""
     if definitions is not None:
         return definitions.skill_name
-    if hint_name:
-        return hint_name
-    if source.kind == "skill-creator" and (raw := tree.get("benchmark.json")) is not None:
-        data = jsonfiles.parse_json(raw, display=tree.shown("benchmark.json"))
-        tree.parsed["benchmark.json"] = data
-        metadata = data.get("metadata") if isinstance(data, dict) else None
-        declared = metadata.get("skill_name") if isinstance(metadata, dict) else None
-        if isinstance(declared, str) and declared.strip() and not PLACEHOLDER.match(declared):
-            return declared.strip()
-    return source.folder_name
+    return source.skill_name or hint_name or source.folder_name
 
 
 def _read(

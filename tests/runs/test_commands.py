@@ -83,7 +83,13 @@ def test_importworkspace_dry_run_saves_nothing(tmp_path: Path) -> None:
 
     output = run_command("importworkspace", "--dry-run", str(folder))
 
-    assert output.startswith("Dry run, nothing saved: skills: 1 created")
+    assert output.splitlines()[:3] == [
+        "Plan:",
+        "  demo-skill",
+        f"    iteration-1 <- {folder} (demo-skill/ holds it, as eval-magic lays out a "
+        "skill's iterations)",
+    ]
+    assert output.splitlines()[3].startswith("Dry run, nothing saved: skills: 1 created")
     assert Run.objects.count() == 0
 
 

@@ -237,13 +237,13 @@ def test_folders_with_results_that_are_not_imported_are_named(tmp_path: Path) ->
 
     assert report.counts["iterations"]["created"] == 1
     assert report.unimported == [
-        f"{tmp_path}/lonely/evals/fixtures: inside a skill folder but not in its "
-        "iteration-*/, *-workspace/ or evals/baseline/ folders",
-        f"{tmp_path}/notes/scratch: not a layout evalsite reads (expected an eval-magic "
-        "iteration with conditions.json, evals/baseline/grading/, or a skill-creator "
-        "iteration of eval folders)",
+        f"{tmp_path}/lonely/evals/fixtures: inside a skill's evals/ folder but in no "
+        "iteration (expected <iteration>/<eval>/<configuration>/[run-<k>/]grading.json); "
+        "not read",
+        f"{tmp_path}/notes/scratch: a grading.json that is not a grading (no expectations "
+        "or assertion_results) in no eval or iteration evalsite can place; not read",
     ]
-    assert "2 folder(s) with results not imported" in report.summary()
+    assert "2 folder(s) or file(s) with results not imported" in report.summary()
 
 
 def test_a_tree_with_results_but_nothing_importable_is_an_error(tmp_path: Path) -> None:
@@ -263,7 +263,7 @@ def test_the_command_lists_folders_it_did_not_import(tmp_path: Path, capsys) -> 
     call_command("importworkspace", str(tmp_path))
 
     out = capsys.readouterr().out
-    assert f"  not imported: {tmp_path}/stray: not a layout evalsite reads" in out
+    assert f"  not imported: {tmp_path}/stray: a grading.json that is not a grading" in out
 
 
 # --- As lenient as the writing tools -------------------------------------------------------

@@ -22,7 +22,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--dry-run",
             action="store_true",
-            help="Validate and report what would change, then roll everything back.",
+            help="Print the plan (each skill, the iterations it gets and the folders they "
+            "come from, and every folder with results left out, with the reason), validate "
+            "everything and report what would change, then roll everything back.",
         )
         parser.add_argument(
             "--keep-going",
@@ -60,6 +62,10 @@ class Command(BaseCommand):
             except ImportFailure as exc:
                 raise CommandError(exc.message) from None
         if not quiet:
+            if dry_run:
+                self.stdout.write("Plan:")
+                for line in report.plan():
+                    self.stdout.write(line)
             self.stdout.write(report.summary())
             for line in report.details():
                 self.stdout.write(f"  {line}")

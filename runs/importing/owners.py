@@ -1,0 +1,392 @@
+"""Which skill each iteration found by `detect.place` belongs to, and how it is labelled.
+
+The owner of an iteration, first match wins (SPEC §3.6):
+1. the skill its results name (each `eval_metadata.json`'s `skill`, each benchmark run's
+   `skill`) when a skill folder of the import has that name (folder or SKILL.md `name`);
+   results naming several skills split the iteration, one share per skill;
+2. the nearest real skill folder around it (a workspace inside a skill folder is its own);
+3. the nearest `<x>-workspace/` around it → the skill folder named `x` anywhere in the import;
+4. the import's only skill folder;
+5. the skill its results name, although no folder of the import has that name;
+6. after evals.json's `skill_name` (read by the importer): a benchmark's non-placeholder
+   `metadata.skill_name` from any iteration of the same workspace, then the folder name
+   (`<x>-workspace` → `x`, past generic names such as `workspace/` or `evals/`).
+A `SKILL.md` inside an iteration, an eval, a snapshot or a workspace (`*-workspace`, or a
+stub whose `name` ends in `-workspace`) never makes a skill. Labels are the iteration
+folders' names; where two iterations of one skill share a name, each is labelled by its path
+from the folder they have in common (`batch1/iteration-1`, `batch2/iteration-1`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .errors import ImportFailure
+from .frontmatter import parse_front_matter
+from .placement import (
+    RESULT_FILES,
+    Listing,
+    Placement,
+    excluded,
+    is_workspace_name,
+    natural_key,
+    workspace_folder_name,
+)
+from .tree import read_result_file
+
+#: Template values skill-creator leaves in a benchmark.json an agent did not fill in.
+PLACEHOLDER = re.compile(r"^\s*<[^<>]*>\s*$")
+#: Folder names that say what a folder holds, not whose it is.
+GENERIC_NAMES = {
+    "workspace", "eval-workspace", "evals", "eval", "results", "runs", "benchmarks",
+    "iterations", "eval-results", ".eval-magic", "skill-evals",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Source:
+    """One importable unit found under a path."""
+
+    kind: str  # "skill", "eval-magic", "baseline" or "skill-creator"
+    path: Path
+    #: The skill's name as the folders say it: the last resort of the identity rule.
+    folder_name: str
+    #: The iteration's label as its author wrote it ("iteration-4"); "" for skill folders.
+    label: str = ""
+    #: The skill folder whose SKILL.md and evals.json name this unit's skill and define
+    #: its evals (the unit is inside it, its results name it, or `<x>-workspace` names it).
+    skill_folder: Path | None = None
+    #: The skill's name when no skill folder of the import is the owner but the results
+    #: (or a benchmark's metadata) name it; None leaves it to evals.json and the folder.
+    skill_name: str | None = None
+    #: For one skill's share of a multi-skill iteration: its eval folders (relative to
+    #: `path`) and the eval ids of benchmark-only runs. None: the whole iteration.
+    eval_folders: frozenset[str] | None = None
+    eval_ids: frozenset[str] = frozenset()
+    #: Why the unit belongs to its skill, as the plan prints it.
+    why: str = ""
+
+
+def attribute(root: Path, found: Placement) -> tuple[list[Source], dict[Path, str]]:
+    """The import's units (skill folders, then iterations and baselines) and what is left out."""
+    skills = _skill_folders(found)
+    names = _names(skills, found)
+    by_name: dict[str, list[Path]] = defaultdict(list)
+    for folder, known in names.items():
+        for name in known:
+            by_name[name].append(folder)
+    owner = _Owners(root, found, skills, by_name)
+    units: list[Source] = []
+    for path in sorted(found.iterations, key=lambda p: natural_key(str(p))):
+        units.extend(owner.iteration(path))
+    for path in sorted(found.baselines, key=lambda p: natural_key(str(p))):
+        units.append(owner.baseline(path))
+    units = _labelled(units)
+    skill_units = [
+        Source("skill", folder, folder.resolve().name, "", folder)
+        for folder in sorted(skills, key=lambda p: natural_key(str(p)))
+    ]
+    return skill_units + units, _uncovered(found, units)
+
+
+def _skill_folders(found: Placement) -> list[Path]:
+    results = set(found.iterations) | set(found.evals) | found.baselines
+    skills = []
+    for path, listing in found.folders.items():
+        if not _holds_definitions(path, listing, found) or excluded(listing):
+            continue
+        if path in results or results.intersection(path.parents):
+            continue  # a snapshot or stub SKILL.md inside results
+        if is_workspace_name(path.name) or is_workspace_name(_front_matter_name(path) or ""):
+            continue  # a workspace's generated stub
+        skills.append(path)
+    return skills
+
+
+def _holds_definitions(path: Path, listing: Listing, found: Placement) -> bool:
+    if "SKILL.md" in listing.files:
+        return True
+    evals = found.folders.get(path / "evals")
+    return evals is not None and "evals.json" in evals.files
+
+
+def _front_matter_name(folder: Path) -> str | None:
+    skill_md = folder / "SKILL.md"
+    try:
+        text = read_result_file(skill_md, display=str(skill_md)).decode("utf-8", "replace")
+        return parse_front_matter(text, display=str(skill_md)).name
+    except (ImportFailure, OSError):
+        return None  # the skill folder's own import names what is wrong with it
+
+
+def _names(skills: list[Path], found: Placement) -> dict[Path, set[str]]:
+    names: dict[Path, set[str]] = {}
+    for folder in skills:
+        known = {folder.name, folder.resolve().name}
+        if "SKILL.md" in found.folders[folder].files and (name := _front_matter_name(folder)):
+            known.add(name.strip())
+        names[folder] = known
+    return names
+
+
+def _json(path: Path) -> Any:
+    try:
+        return orjson.loads(read_result_file(path, display=str(path)))
+    except (ImportFailure, orjson.JSONDecodeError, OSError):
+        return None  # the iteration's reader names a file it cannot read
+
+
+class _Owners:
+    def __init__(
+        self, root: Path, found: Placement, skills: list[Path], by_name: dict[str, list[Path]]
+    ):
+        self.root = root
+        self.found = found
+        self.skills = set(skills)
+        self.by_name = by_name
+        self.evals_of: dict[Path, list[Path]] = defaultdict(list)
+        for eval_folder, iteration in found.evals.items():
+            self.evals_of[iteration].append(eval_folder)
+        self._workspace_names: dict[Path, str | None] = {}
+
+    def iteration(self, path: Path) -> list[Source]:
+        kind = self.found.iterations[path]
+        by_folder, by_id = self._named(path) if kind == "skill-creator" else ({}, {})
+        named = set(by_folder.values()) | set(by_id.values())
+        around, why = self._around(path, kind)
+        if len(named) > 1:
+            return self._split(path, kind, by_folder, by_id, around, why)
+        if named:
+            (name,) = named
+            folder = self._folder_named(name)
+            if folder is not None:
+                return [self._source(path, kind, folder, None, f"its results name {name!r}")]
+            if around is not None:
+                return [self._source(path, kind, around, None, why)]
+            return [self._source(path, kind, None, name, f"its results name {name!r}")]
+        return [self._source(path, kind, around, None, why)]
+
+    def baseline(self, path: Path) -> Source:
+        owner = path.parent.parent
+        if owner in self.skills:
+            folder, why = owner, "its skill folder"
+        else:
+            folder, why = self._around(path)
+        return Source(
+            "baseline", path, owner.resolve().name, "baseline", folder, None, None, frozenset(), why
+        )
+
+    def _source(
+        self,
+        path: Path,
+        kind: str,
+        folder: Path | None,
+        name: str | None,
+        why: str,
+        evals: frozenset[str] | None = None,
+        ids: frozenset[str] = frozenset(),
+    ) -> Source:
+        fallback = self._fallback_name(path, kind)
+        if folder is None and name is None:
+            why = why or "the folder's name"
+        return Source(kind, path, fallback, path.name, folder, name, evals, ids, why)
+
+    def _split(
+        self,
+        path: Path,
+        kind: str,
+        by_folder: dict[str, str],
+        by_id: dict[str, str],
+        around: Path | None,
+        why: str,
+    ) -> list[Source]:
+        """One unit per skill the results name; evals naming none go to the iteration's owner."""
+        every = {e.relative_to(path).as_posix() for e in self.evals_of[path]}
+        shares: dict[str | None, tuple[set[str], set[str]]] = defaultdict(lambda: (set(), set()))
+        for folder in every:
+            shares[by_folder.get(folder)][0].add(folder)
+        for eval_id, name in by_id.items():
+            shares[name][1].add(eval_id)
+        units = []
+        for name, (folders, ids) in sorted(shares.items(), key=lambda kv: kv[0] or ""):
+            if name is None:
+                units.append(
+                    self._source(path, kind, around, None, why, frozenset(folders), frozenset(ids))
+                )
+                continue
+            folder = self._folder_named(name)
+            units.append(
+                self._source(
+                    path,
+                    kind,
+                    folder,
+                    None if folder else name,
+                    f"its results name {name!r}",
+                    frozenset(folders),
+                    frozenset(ids),
+                )
+            )
+        return units
+
+    def _named(self, path: Path) -> tuple[dict[str, str], dict[str, str]]:
+        """The skill each eval folder's eval_metadata.json names, and each benchmark run's."""
+        by_folder: dict[str, str] = {}
+        for eval_folder in self.evals_of[path]:
+            if "eval_metadata.json" not in self.found.folders[eval_folder].files:
+                continue
+            data = _json(eval_folder / "eval_metadata.json")
+            skill = data.get("skill") if isinstance(data, dict) else None
+            if isinstance(skill, str) and skill.strip():
+                by_folder[eval_folder.relative_to(path).as_posix()] = skill.strip()
+        by_id: dict[str, str] = {}
+        if "benchmark.json" in self.found.folders[path].files:
+            data = self._benchmark(path)
+            runs = data.get("runs") if isinstance(data, dict) else None
+            for run in runs if isinstance(runs, list) else []:
+                skill = run.get("skill") if isinstance(run, dict) else None
+                if isinstance(skill, str) and skill.strip() and run.get("eval_id") is not None:
+                    by_id[str(run["eval_id"])] = skill.strip()
+        if by_folder and by_id:
+            # Gradings beside the benchmark win; its runs only name evals without folders.
+            named = {self._eval_id(path, folder) for folder in by_folder}
+            by_id = {k: v for k, v in by_id.items() if k not in named}
+        return by_folder, by_id
+
+    def _eval_id(self, path: Path, folder: str) -> str:
+        data = _json(path / folder / "eval_metadata.json")
+        if isinstance(data, dict) and data.get("eval_id") is not None:
+            return str(data["eval_id"])
+        return folder.split("/")[-1].removeprefix("eval-")
+
+    def _benchmark(self, path: Path) -> Any:
+        raw_path = path / "benchmark.json"
+        try:
+            raw = read_result_file(raw_path, display=str(raw_path))
+        except (ImportFailure, OSError):
+            return None
+        if b'"skill' not in raw:
+            return None  # names no skill: not worth parsing a 6,000-run benchmark twice
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return None
+
+    def _around(self, path: Path, kind: str = "skill-creator") -> tuple[Path | None, str]:
+        """Steps 2-4: the skill folder around, `<x>-workspace` naming one, the only one."""
+        for parent in path.parents:
+            if parent in self.skills:
+                return parent, "inside its skill folder"
+            if parent == self.root or self.root not in parent.parents:
+                break
+        if kind == "eval-magic":
+            # eval-magic's own convention: the folder holding its iterations names the skill.
+            holder = path.parent.parent if path.parent.name == ".eval-magic" else path.parent
+            if holder.name.casefold() not in GENERIC_NAMES:
+                folder = self._folder_named(holder.name)
+                return (
+                    folder,
+                    f"{holder.name}/ holds it, as eval-magic lays out a skill's iterations",
+                )
+        for parent in [path, *path.parents]:
+            if parent.name.endswith("-workspace"):
+                folder = self._folder_named(workspace_folder_name(parent))
+                if folder is not None:
+                    return folder, f"{parent.name}/ names it"
+            if parent == self.root:
+                break
+        if len(self.skills) == 1:
+            (only,) = self.skills
+            return only, "the import's only skill"
+        return None, ""
+
+    def _folder_named(self, name: str) -> Path | None:
+        folders = self.by_name.get(name) or []
+        return folders[0] if len(folders) == 1 else None
+
+    def _fallback_name(self, path: Path, kind: str) -> str:
+        """Step 6: a workspace-wide benchmark metadata.skill_name, else the folder's name."""
+        workspace = path.parent
+        if kind == "skill-creator":
+            if workspace not in self._workspace_names:
+                self._workspace_names[workspace] = self._metadata_name(workspace)
+            if declared := self._workspace_names[workspace]:
+                return declared
+        if kind == "eval-magic":
+            parent = path.resolve().parent
+            return (parent.parent if parent.name == ".eval-magic" else parent).name
+        for folder in path.resolve().parents:
+            name = workspace_folder_name(folder) if folder.name else ""
+            if name and name.casefold() not in GENERIC_NAMES:
+                return name
+        return path.resolve().parent.name or path.name
+
+    def _metadata_name(self, workspace: Path) -> str | None:
+        for path in sorted(self.found.iterations, key=lambda p: natural_key(str(p))):
+            if path.parent != workspace or self.found.iterations[path] != "skill-creator":
+                continue
+            if "benchmark.json" not in self.found.folders[path].files:
+                continue
+            data = _json(path / "benchmark.json")
+            metadata = data.get("metadata") if isinstance(data, dict) else None
+            name = metadata.get("skill_name") if isinstance(metadata, dict) else None
+            if isinstance(name, str) and name.strip() and not PLACEHOLDER.match(name):
+                return name.strip()
+        return None
+
+
+def _labelled(units: list[Source]) -> list[Source]:
+    """Each iteration's label: its folder's name, or its path from the folder shared with
+    another iteration of the same skill that has the same name."""
+    groups: dict[tuple[object, str], list[int]] = defaultdict(list)
+    for index, unit in enumerate(units):
+        if unit.kind == "baseline":
+            continue
+        owner = unit.skill_folder or unit.skill_name or unit.folder_name
+        groups[(owner, unit.path.name)].append(index)
+    labelled = list(units)
+    for indexes in groups.values():
+        paths = {units[i].path for i in indexes}
+        if len(paths) < 2:
+            continue
+        common = Path(*_common_parts([p.parts for p in paths]))
+        for i in indexes:
+            unit = units[i]
+            labelled[i] = replace(unit, label=unit.path.relative_to(common).as_posix())
+    return labelled
+
+
+def _common_parts(parts: list[tuple[str, ...]]) -> tuple[str, ...]:
+    common: list[str] = []
+    for column in zip(*parts, strict=False):
+        if len(set(column)) != 1:
+            break
+        common.append(column[0])
+    return tuple(common)
+
+
+def _uncovered(found: Placement, units: list[Source]) -> dict[Path, str]:
+    """Folders with result files that no unit covers and no earlier step named."""
+    covered = {unit.path for unit in units}
+    skipped: dict[Path, str] = {}
+    named = set(found.skipped)
+    for path, listing in found.folders.items():
+        if RESULT_FILES.isdisjoint(listing.files) or excluded(listing):
+            continue
+        if path in covered or covered.intersection(path.parents):
+            continue
+        if path in named or named.intersection(path.parents):
+            continue
+        if any(parent in skipped for parent in path.parents):
+            continue
+        skipped[path] = (
+            "results in no eval or iteration evalsite can place (expected "
+            "<iteration>/<eval>/<configuration>/[run-<k>/]grading.json, eval_metadata.json, "
+            "a skill-creator benchmark.json, conditions.json or evals/baseline/grading/)"
+        )
+    return skipped

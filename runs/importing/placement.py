@@ -1,0 +1,335 @@
+"""Finding results from the files up (SPEC §3.6): nobody has to say which layout a folder is.
+
+One walk lists every folder under the import. Each result file then places itself by what
+surrounds it, never by where a layout rule expects it:
+
+- a `grading.json` (or the `timing.json` of an ungraded run) in `run-<k>/` or directly in a
+  configuration folder: its configuration, then its eval, then its iteration above that
+  (past the older `runs/` layer);
+- `<configuration>/eval-<id>-grading.json`: the configuration's parent is the iteration;
+- `eval_metadata.json`: its folder is an eval, the one above an iteration;
+- a skill-creator `benchmark.json`: its folder is an iteration;
+- `conditions.json`: an eval-magic iteration; `evals/baseline/grading/`: a promoted baseline.
+
+Folder names are only tie-breakers: a folder named `iteration-*` is never an eval, so a
+grading directly in an eval folder is named as misplaced instead of turning the iteration
+into an eval. A real skill folder holds `SKILL.md` (or `evals/evals.json`) outside any
+result folder, snapshot or workspace; which skill each iteration belongs to is `owners.py`.
+Every folder holding result files that no iteration covers is named with the reason, and so
+is every result file in a format evalsite does not read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .tree import ARTEFACT_DIR, SKIPPED_DIR_PREFIXES, SKIPPED_DIRS
+
+#: How deep below an import's root the walk looks (a plugin's skill's evals' workspace's
+#: iteration's run is 10 folders down).
+MAX_DEPTH = 16
+#: eval-magic keeps copies of old SKILL.md files in `snapshots/`; skill-creator copies the old
+#: skill into `skill-snapshot*/` in revision mode. Both are provenance, not skills.
+SNAPSHOT_DIRS = {"snapshots"}
+SNAPSHOT_PREFIX = "skill-snapshot"
+#: Hidden folders that hold skills or results; every other hidden folder is tool state.
+HIDDEN_SEARCHED = {".claude", ".eval-magic"}
+#: Files that only a results folder holds: a folder with one of these is never skipped quietly.
+RESULT_FILES = {"grading.json", "benchmark.json", "conditions.json", "eval_metadata.json"}
+RUN_DIR = re.compile(r"^run-(\d+)$")
+AUTHOR_GRADING = re.compile(r"^eval-(.+)-grading\.json$")
+#: Folders inside an eval folder that are never configurations.
+NOT_CONFIGURATIONS = {"outputs", "inputs", "files"}
+ITERATION_NAME = re.compile(r"^iteration", re.IGNORECASE)
+#: Result files in formats evalsite does not read, and what they are.
+UNREAD_FORMATS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^eval_summary\.json$"), "eval_summary.json verdicts"),
+    (
+        re.compile(r"^(trigger|triggering|routing)[-_]?(eval[-_]?)?results?\.json$"),
+        "trigger-eval results (not imported yet)",
+    ),
+)
+
+
+@dataclass
+class Listing:
+    """One folder as the walk saw it: its regular files and its sub-folders (no links)."""
+
+    path: Path
+    relative: tuple[str, ...]
+    files: frozenset[str]
+    dirs: tuple[str, ...]
+
+
+@dataclass
+class Placement:
+    """What the result files say the folders are."""
+
+    folders: dict[Path, Listing]
+    #: Iteration folder → "eval-magic" or "skill-creator".
+    iterations: dict[Path, str] = field(default_factory=dict)
+    #: Eval folder → its iteration folder.
+    evals: dict[Path, Path] = field(default_factory=dict)
+    baselines: set[Path] = field(default_factory=set)
+    skipped: dict[Path, str] = field(default_factory=dict)
+
+
+def natural_key(text: str) -> list[object]:
+    """Sort key that puts iteration-2 before iteration-10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
+def is_snapshot(name: str) -> bool:
+    return name in SNAPSHOT_DIRS or name.startswith(SNAPSHOT_PREFIX)
+
+
+def workspace_folder_name(folder: Path) -> str:
+    """A skill's name as a workspace folder gives it: `<x>-workspace` names `x`."""
+    name = folder.name
+    return name.removesuffix("-workspace") if name.endswith("-workspace") else name
+
+
+def is_workspace_name(name: str) -> bool:
+    """`workspace`, `eval-workspace`, `<x>-workspace`, `<x>-workspaces`: results, not a skill."""
+    return name.casefold().rstrip("s").endswith("workspace")
+
+
+def _entered(name: str) -> bool:
+    """Whether the walk lists a sub-folder at all: never VCS, caches, agent task folders or a
+    run's artefacts (an agent may write anything there, a `grading.json` included)."""
+    return not (
+        name in SKIPPED_DIRS or name.startswith(SKIPPED_DIR_PREFIXES) or name == ARTEFACT_DIR
+    )
+
+
+def walk(root: Path) -> dict[Path, Listing]:
+    """Every folder under `root` (to MAX_DEPTH), without following a link."""
+    folders: dict[Path, Listing] = {}
+    stack: list[tuple[Path, tuple[str, ...]]] = [(root, ())]
+    while stack:
+        path, relative = stack.pop()
+        files: list[str] = []
+        dirs: list[str] = []
+        try:
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            dirs.append(entry.name)
+                        elif entry.is_file(follow_symlinks=False):
+                            files.append(entry.name)
+                    except OSError:
+                        continue
+        except OSError:
+            continue
+        dirs.sort(key=natural_key)
+        folders[path] = Listing(path, relative, frozenset(files), tuple(dirs))
+        if len(relative) < MAX_DEPTH:
+            stack.extend((path / d, (*relative, d)) for d in reversed(dirs) if _entered(d))
+    return folders
+
+
+def place(folders: dict[Path, Listing]) -> Placement:
+    """Iterations, evals and baselines, as the result files in `folders` place them."""
+    found = Placement(folders)
+    weak: dict[Path, Path] = {}  # iteration candidates from run files alone, with evidence
+    for path, listing in folders.items():
+        if excluded(listing):
+            if not RESULT_FILES.isdisjoint(listing.files):
+                found.skipped.setdefault(_outermost_excluded(path, listing), _exclusion(listing))
+            continue
+        files = listing.files
+        if "conditions.json" in files:
+            found.iterations[path] = "eval-magic"
+        if _is_baseline_grading(path, listing):
+            found.baselines.add(path.parent)
+        if "benchmark.json" in files and "conditions.json" not in files:
+            if _is_baseline_folder(path, folders):
+                pass
+            elif _is_eval_magic_benchmark(path / "benchmark.json"):
+                found.skipped[path / "benchmark.json"] = (
+                    "an eval-magic benchmark.json without the conditions.json beside it "
+                    "(expected an eval-magic iteration); not read"
+                )
+            else:
+                found.iterations.setdefault(path, "skill-creator")
+        if "eval_metadata.json" in files:
+            iteration = _iteration_of(path)
+            if iteration in folders:
+                found.evals[path] = iteration
+                found.iterations.setdefault(iteration, "skill-creator")
+            else:
+                found.skipped[path] = (
+                    f"the results of one eval ({path.name}); import the iteration folder "
+                    "that holds it"
+                )
+        for name in sorted(files):
+            for pattern, what in UNREAD_FORMATS:
+                if pattern.match(name):
+                    found.skipped[path / name] = f"unrecognised result format ({what})"
+        if "grading.json" in files or "timing.json" in files or "run.json" in files:
+            config = path.parent if RUN_DIR.match(path.name) else path
+            weak.setdefault(path, config)
+        if any(AUTHOR_GRADING.match(name) for name in files):
+            config = path.parent if RUN_DIR.match(path.name) else path
+            if config.parent in folders:
+                found.iterations.setdefault(config.parent, "skill-creator")
+    for run, config in weak.items():
+        _place_run(found, run, config)
+    _drop_nested(found)
+    return found
+
+
+def _place_run(found: Placement, run: Path, config: Path) -> None:
+    """A run folder places its configuration, eval and iteration, unless that contradicts
+    what stronger evidence (or a folder's name) says the folders are.
+
+    Where nothing but the shape `<x>/<y>/grading.json` says so (no `run-<k>/`, no
+    `eval_metadata.json`, no `eval-*` or `iteration*` name, no benchmark or conditions.json),
+    the file must look like a grading: `notes/scratch/grading.json` may be anything.
+    """
+    eval_folder = config.parent
+    if run in found.iterations or run in found.baselines or run.name == "grading":
+        return  # an iteration's own timing.json or a baseline's gradings, not a run
+    listing = found.folders[run]
+    name = "grading.json" if "grading.json" in listing.files else ""
+    if config.name in NOT_CONFIGURATIONS or config in found.iterations or config in found.evals:
+        if name:
+            found.skipped.setdefault(
+                run, "a grading.json outside any <eval>/<configuration>/ folder; not read"
+            )
+        return
+    inside = eval_folder in found.iterations or ITERATION_NAME.match(eval_folder.name)
+    if inside and eval_folder not in found.evals:
+        if name:
+            found.skipped.setdefault(
+                run,
+                "a grading.json in a folder directly inside an iteration (expected "
+                "<eval>/<configuration>/[run-<k>/]grading.json); not read",
+            )
+        return
+    holder = found.folders.get(eval_folder.parent)
+    if eval_folder.name == "evals" and holder is not None and "SKILL.md" in holder.files:
+        if name:
+            found.skipped.setdefault(
+                run,
+                "inside a skill's evals/ folder but in no iteration (expected "
+                "<iteration>/<eval>/<configuration>/[run-<k>/]grading.json); not read",
+            )
+        return
+    iteration = found.evals.get(eval_folder) or _iteration_of(eval_folder)
+    placed_by_name = (
+        RUN_DIR.match(run.name)
+        or eval_folder in found.evals
+        or eval_folder.name.startswith("eval-")
+        or iteration in found.iterations
+        or ITERATION_NAME.match(iteration.name)
+    )
+    if not placed_by_name and not (name and _looks_like_grading(run / name)):
+        if name:
+            found.skipped.setdefault(
+                run,
+                "a grading.json that is not a grading (no expectations or "
+                "assertion_results) in no eval or iteration evalsite can place; not read",
+            )
+        return
+    if iteration not in found.folders:
+        found.skipped.setdefault(
+            run,
+            f"the results of one eval ({eval_folder.name}); import the iteration folder "
+            "that holds it",
+        )
+        return
+    found.evals.setdefault(eval_folder, iteration)
+    found.iterations.setdefault(iteration, "skill-creator")
+
+
+def _looks_like_grading(path: Path) -> bool:
+    try:
+        with open(path, "rb", opener=_no_follow) as handle:
+            head = handle.read(1 << 16)
+    except OSError:
+        return False
+    return b'"expectations"' in head or b'"assertion_results"' in head
+
+
+def _drop_nested(found: Placement) -> None:
+    """An iteration inside another: an eval-magic iteration (conditions.json) keeps what is
+    under it; otherwise the inner folders are the iterations and the outer one's own files
+    are named."""
+    ordered = sorted(found.iterations, key=lambda p: len(p.parts))
+    kept: dict[Path, str] = {}
+    for path in ordered:
+        outer = next((k for k in kept if k in path.parents), None)
+        if outer is not None and kept[outer] == "eval-magic":
+            continue
+        kept[path] = found.iterations[path]
+    for path in list(kept):
+        inner = [k for k in kept if path in k.parents]
+        if inner and kept[path] != "eval-magic":
+            del kept[path]
+            found.skipped.setdefault(
+                path / "benchmark.json" if "benchmark.json" in found.folders[path].files else path,
+                "results above other iterations ("
+                + ", ".join(p.name for p in inner[:3])
+                + (", …" if len(inner) > 3 else "")
+                + "); not read",
+            )
+    found.iterations = kept
+    found.evals = {e: i for e, i in found.evals.items() if i in kept}
+
+
+def _is_eval_magic_benchmark(path: Path) -> bool:
+    """eval-magic's benchmark names its two conditions; skill-creator's has runs[]/metadata."""
+    try:
+        with open(path, "rb", opener=_no_follow) as handle:
+            return b'"conditions_compared"' in handle.read(1 << 20)
+    except OSError:
+        return False
+
+
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK)
+
+
+def _iteration_of(eval_folder: Path) -> Path:
+    parent = eval_folder.parent
+    return parent.parent if parent.name == "runs" else parent
+
+
+def _is_baseline_grading(path: Path, listing: Listing) -> bool:
+    return (
+        path.name == "grading"
+        and path.parent.name == "baseline"
+        and path.parent.parent.name == "evals"
+        and any(name.endswith(".json") for name in listing.files)
+    )
+
+
+def _is_baseline_folder(path: Path, folders: dict[Path, Listing]) -> bool:
+    grading = folders.get(path / "grading")
+    return grading is not None and _is_baseline_grading(path / "grading", grading)
+
+
+def excluded(listing: Listing) -> bool:
+    """Inside a snapshot or a hidden folder other than HIDDEN_SEARCHED: never imported."""
+    return any(is_snapshot(p) for p in listing.relative) or any(
+        p[:1] == "." and p not in HIDDEN_SEARCHED for p in listing.relative
+    )
+
+
+def _exclusion(listing: Listing) -> str:
+    if any(is_snapshot(p) for p in listing.relative):
+        return "inside a snapshot folder, which holds copies of old skills, not results"
+    return "inside a hidden folder, which holds tool state, not results"
+
+
+def _outermost_excluded(path: Path, listing: Listing) -> Path:
+    """The snapshot or hidden folder itself: one line per excluded tree."""
+    for index, part in enumerate(listing.relative):
+        if is_snapshot(part) or (part[:1] == "." and part not in HIDDEN_SEARCHED):
+            return Path(*path.parts[: len(path.parts) - len(listing.relative) + index + 1])
+    return path
