@@ -42,6 +42,7 @@ from .tree import read_result_file
 
 #: Template values skill-creator leaves in a benchmark.json an agent did not fill in.
 PLACEHOLDER = re.compile(r"^\s*<[^<>]*>\s*$")
+SKILL_KEY = re.compile(rb'"skill"\s*:')
 #: Folder names that say what a folder holds, not whose it is.
 GENERIC_NAMES = {
     "workspace", "eval-workspace", "evals", "eval", "results", "runs", "benchmarks",
@@ -81,10 +82,12 @@ def attribute(root: Path, found: Placement) -> tuple[list[Source], dict[Path, st
     for folder, known in names.items():
         for name in known:
             by_name[name].append(folder)
-    owner = _Owners(root, found, skills, by_name)
+    owner = _Owners(root, found, skills, by_name, {f: _preferred(f, n) for f, n in names.items()})
     units: list[Source] = []
-    for path in sorted(found.iterations, key=lambda p: natural_key(str(p))):
-        units.extend(owner.iteration(path))
+    ordered = sorted(found.iterations, key=lambda p: natural_key(str(p)))
+    named = {path: owner.named(path) for path in ordered}  # first: each may teach the others
+    for path in ordered:
+        units.extend(owner.iteration(path, *named[path]))
     for path in sorted(found.baselines, key=lambda p: natural_key(str(p))):
         units.append(owner.baseline(path))
     units = _labelled(units)
@@ -135,6 +138,16 @@ def _names(skills: list[Path], found: Placement) -> dict[Path, set[str]]:
     return names
 
 
+def _preferred(folder: Path, names: set[str]) -> str:
+    """The name a skill folder goes by: its SKILL.md `name`, else its folder's."""
+    others = names - {folder.name, folder.resolve().name}
+    return sorted(others)[0] if others else folder.resolve().name
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
 def _json(path: Path) -> Any:
     try:
         return orjson.loads(read_result_file(path, display=str(path)))
@@ -144,7 +157,12 @@ def _json(path: Path) -> Any:
 
 class _Owners:
     def __init__(
-        self, root: Path, found: Placement, skills: list[Path], by_name: dict[str, list[Path]]
+        self,
+        root: Path,
+        found: Placement,
+        skills: list[Path],
+        by_name: dict[str, list[Path]],
+        skill_names: dict[Path, str],
     ):
         self.root = root
         self.found = found
@@ -154,10 +172,22 @@ class _Owners:
         for eval_folder, iteration in found.evals.items():
             self.evals_of[iteration].append(eval_folder)
         self._workspace_names: dict[Path, str | None] = {}
+        #: (workspace, eval folder name) → the skill an iteration's results named for it.
+        self._learned: dict[tuple[Path, str], str] = {}
+        self._prompts: dict[str, set[Path]] | None = None
+        #: The name each skill folder is matched by in _folder_named (its SKILL.md name).
+        self.skill_names = skill_names
 
-    def iteration(self, path: Path) -> list[Source]:
+    def named(self, path: Path) -> tuple[dict[str, str], dict[str, str]]:
+        if self.found.iterations[path] != "skill-creator":
+            return {}, {}
+        return self._named(path)
+
+    def iteration(
+        self, path: Path, by_folder: dict[str, str], by_id: dict[str, str]
+    ) -> list[Source]:
         kind = self.found.iterations[path]
-        by_folder, by_id = self._named(path) if kind == "skill-creator" else ({}, {})
+        by_folder = self._carried(path, by_folder) if kind == "skill-creator" else by_folder
         named = set(by_folder.values()) | set(by_id.values())
         around, why = self._around(path, kind)
         if len(named) > 1:
@@ -235,15 +265,14 @@ class _Owners:
         return units
 
     def _named(self, path: Path) -> tuple[dict[str, str], dict[str, str]]:
-        """The skill each eval folder's eval_metadata.json names, and each benchmark run's."""
-        by_folder: dict[str, str] = {}
-        for eval_folder in self.evals_of[path]:
-            if "eval_metadata.json" not in self.found.folders[eval_folder].files:
-                continue
-            data = _json(eval_folder / "eval_metadata.json")
-            skill = data.get("skill") if isinstance(data, dict) else None
-            if isinstance(skill, str) and skill.strip():
-                by_folder[eval_folder.relative_to(path).as_posix()] = skill.strip()
+        """The skill each eval folder belongs to by what its results say, and the skill of
+        each benchmark-only run (by eval id).
+
+        An eval folder's skill is its eval_metadata.json's `skill`, else its benchmark run's
+        `skill`, else (with several skill folders in the import) the skill whose evals.json
+        holds its prompt, else what the same-named eval folder of another iteration of the
+        workspace belongs to.
+        """
         by_id: dict[str, str] = {}
         if "benchmark.json" in self.found.folders[path].files:
             data = self._benchmark(path)
@@ -252,17 +281,55 @@ class _Owners:
                 skill = run.get("skill") if isinstance(run, dict) else None
                 if isinstance(skill, str) and skill.strip() and run.get("eval_id") is not None:
                     by_id[str(run["eval_id"])] = skill.strip()
-        if by_folder and by_id:
-            # Gradings beside the benchmark win; its runs only name evals without folders.
-            named = {self._eval_id(path, folder) for folder in by_folder}
-            by_id = {k: v for k, v in by_id.items() if k not in named}
+        by_folder: dict[str, str] = {}
+        for eval_folder in self.evals_of[path]:
+            relative = eval_folder.relative_to(path).as_posix()
+            metadata = None
+            if "eval_metadata.json" in self.found.folders[eval_folder].files:
+                metadata = _json(eval_folder / "eval_metadata.json")
+            metadata = metadata if isinstance(metadata, dict) else {}
+            skill = metadata.get("skill")
+            eval_id = metadata.get("eval_id")
+            eval_id = (
+                str(eval_id) if eval_id is not None else eval_folder.name.removeprefix("eval-")
+            )
+            if not (isinstance(skill, str) and skill.strip()):
+                skill = by_id.pop(eval_id, None) or self._by_prompt(metadata.get("prompt"))
+            else:
+                by_id.pop(eval_id, None)
+            if skill:
+                by_folder[relative] = skill.strip()
+                self._learned[(path.parent, eval_folder.name)] = skill.strip()
         return by_folder, by_id
 
-    def _eval_id(self, path: Path, folder: str) -> str:
-        data = _json(path / folder / "eval_metadata.json")
-        if isinstance(data, dict) and data.get("eval_id") is not None:
-            return str(data["eval_id"])
-        return folder.split("/")[-1].removeprefix("eval-")
+    def _carried(self, path: Path, by_folder: dict[str, str]) -> dict[str, str]:
+        """Eval folders no result names, named as the same folder of a sibling iteration."""
+        for eval_folder in self.evals_of[path]:
+            relative = eval_folder.relative_to(path).as_posix()
+            if relative not in by_folder and (
+                skill := self._learned.get((path.parent, eval_folder.name))
+            ):
+                by_folder[relative] = skill
+        return by_folder
+
+    def _by_prompt(self, prompt: object) -> str | None:
+        """The skill whose evals.json holds this prompt, when it is the only one that does."""
+        if len(self.skills) < 2 or not isinstance(prompt, str) or not prompt.strip():
+            return None
+        if self._prompts is None:
+            self._prompts = defaultdict(set)
+            for folder in self.skills:
+                data = _json(folder / "evals" / "evals.json")
+                cases = data.get("evals") if isinstance(data, dict) else data
+                for case in cases if isinstance(cases, list) else []:
+                    text = case.get("prompt") if isinstance(case, dict) else None
+                    if isinstance(text, str) and text.strip():
+                        self._prompts[_norm(text)].add(folder)
+        folders = self._prompts.get(_norm(prompt)) or set()
+        if len(folders) != 1:
+            return None
+        (folder,) = folders
+        return self.skill_names[folder]
 
     def _benchmark(self, path: Path) -> Any:
         raw_path = path / "benchmark.json"
@@ -270,7 +337,7 @@ class _Owners:
             raw = read_result_file(raw_path, display=str(raw_path))
         except (ImportFailure, OSError):
             return None
-        if b'"skill' not in raw:
+        if not SKILL_KEY.search(raw):
             return None  # names no skill: not worth parsing a 6,000-run benchmark twice
         try:
             return orjson.loads(raw)
@@ -320,7 +387,11 @@ class _Owners:
         if kind == "eval-magic":
             parent = path.resolve().parent
             return (parent.parent if parent.name == ".eval-magic" else parent).name
-        for folder in path.resolve().parents:
+        parents = path.resolve().parents
+        for folder in parents:
+            if folder.name.endswith("-workspace") and workspace_folder_name(folder):
+                return workspace_folder_name(folder)
+        for folder in parents:
             name = workspace_folder_name(folder) if folder.name else ""
             if name and name.casefold() not in GENERIC_NAMES:
                 return name
@@ -374,7 +445,7 @@ def _uncovered(found: Placement, units: list[Source]) -> dict[Path, str]:
     """Folders with result files that no unit covers and no earlier step named."""
     covered = {unit.path for unit in units}
     skipped: dict[Path, str] = {}
-    named = set(found.skipped)
+    named = set(found.skipped) | {p.parent for p in found.skipped if p.suffix == ".json"}
     for path, listing in found.folders.items():
         if RESULT_FILES.isdisjoint(listing.files) or excluded(listing):
             continue

@@ -26,6 +26,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
+
 from .tree import ARTEFACT_DIR, SKIPPED_DIR_PREFIXES, SKIPPED_DIRS
 
 #: How deep below an import's root the walk looks (a plugin's skill's evals' workspace's
@@ -180,7 +182,40 @@ def place(folders: dict[Path, Listing]) -> Placement:
     for run, config in weak.items():
         _place_run(found, run, config)
     _drop_nested(found)
+    _drop_unread_benchmarks(found)
     return found
+
+
+def _drop_unread_benchmarks(found: Placement) -> None:
+    """A benchmark.json with no runs folders beside it is an iteration only when it lists
+    runs[] as skill-creator's does; an author's own summary format is named, not rejected."""
+    with_evals = set(found.evals.values())
+    for path, kind in list(found.iterations.items()):
+        if kind != "skill-creator" or path in with_evals:
+            continue
+        listing = found.folders[path]
+        if "benchmark.json" not in listing.files or any(
+            AUTHOR_GRADING.match(name) for d in listing.dirs for name in _files(found, path / d)
+        ):
+            continue
+        try:
+            with open(path / "benchmark.json", "rb", opener=_no_follow) as handle:
+                data = orjson.loads(handle.read())
+        except (OSError, orjson.JSONDecodeError):
+            continue  # the reader names a benchmark.json it cannot read
+        if isinstance(data, dict) and isinstance(data.get("runs"), list):
+            continue
+        keys = ", ".join(sorted(data)[:6]) if isinstance(data, dict) else type(data).__name__
+        found.skipped[path / "benchmark.json"] = (
+            f"unrecognised result format (a benchmark.json without skill-creator's runs[]; "
+            f"it holds {keys}), and no gradings beside it"
+        )
+        del found.iterations[path]
+
+
+def _files(found: Placement, path: Path) -> frozenset[str]:
+    listing = found.folders.get(path)
+    return listing.files if listing is not None else frozenset()
 
 
 def _place_run(found: Placement, run: Path, config: Path) -> None:

@@ -252,7 +252,10 @@ def test_a_tree_with_results_but_nothing_importable_is_an_error(tmp_path: Path) 
     with pytest.raises(ImportFailure) as info:
         import_workspace([tmp_path])
 
-    assert str(info.value).startswith(f"nothing imported: {tmp_path}/results/x: ")
+    assert str(info.value) == (
+        f"nothing imported: {tmp_path}/results/x/benchmark.json: an eval-magic benchmark.json "
+        "without the conditions.json beside it (expected an eval-magic iteration); not read"
+    )
     assert Iteration.objects.count() == 0
 
 
