@@ -197,7 +197,9 @@ class _Importer:
             return
         if not known:
             known = _stored_definitions(skill_name)
-        parsed = _read(source, tree, skill_name=skill_name, definitions=known)
+        parsed = _read(
+            source, tree, skill_name=skill_name, definitions=known, keep_going=self.keep_going
+        )
         if source.eval_folders is not None:
             parsed = share_of(parsed, source.eval_folders, source.eval_ids)
         tree.files.clear()  # parsed: the bytes need not stay in memory while rows are written
@@ -250,7 +252,12 @@ def _skill_name(
 
 
 def _read(
-    source: Source, tree: Any, *, skill_name: str, definitions: dict[str, EvalDefinition]
+    source: Source,
+    tree: Any,
+    *,
+    skill_name: str,
+    definitions: dict[str, EvalDefinition],
+    keep_going: bool = False,
 ) -> ParsedIteration:
     if source.kind == "eval-magic":
         return eval_magic.read_iteration(
@@ -259,7 +266,11 @@ def _read(
     if source.kind == "baseline":
         return baseline.read_baseline(tree, skill_name=skill_name, definitions=definitions)
     return skill_creator.read_iteration(
-        tree, skill_name=skill_name, label=source.label, definitions=definitions
+        tree,
+        skill_name=skill_name,
+        label=source.label,
+        definitions=definitions,
+        keep_going=keep_going,
     )
 
 
