@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .owners import Source, attribute
 from .placement import (
@@ -27,15 +28,18 @@ class Detection:
     sources: list[Source] = field(default_factory=list)
     #: (folder or file, reason) for results that no source covers, or that are not read.
     skipped: list[tuple[Path, str]] = field(default_factory=list)
+    #: JSON documents parsed while placing (benchmark.json by path), for the readers.
+    documents: dict[Path, Any] = field(default_factory=dict)
 
 
 def detect(path: Path) -> Detection:
     """Every importable unit under `path` (a folder), and the results left out."""
     placement = place(walk(path))
-    sources, skipped = attribute(path, placement)
+    sources, skipped, documents = attribute(path, placement)
     return Detection(
         sources,
         sorted({**placement.skipped, **skipped}.items(), key=lambda i: natural_key(str(i[0]))),
+        documents,
     )
 
 

@@ -74,8 +74,11 @@ class Source:
     why: str = ""
 
 
-def attribute(root: Path, found: Placement) -> tuple[list[Source], dict[Path, str]]:
-    """The import's units (skill folders, then iterations and baselines) and what is left out."""
+def attribute(
+    root: Path, found: Placement
+) -> tuple[list[Source], dict[Path, str], dict[Path, Any]]:
+    """The import's units (skill folders, then iterations and baselines), what is left out,
+    and the documents parsed on the way (by path), which the readers need not parse again."""
     skills = _skill_folders(found)
     names = _names(skills, found)
     by_name: dict[str, list[Path]] = defaultdict(list)
@@ -95,7 +98,7 @@ def attribute(root: Path, found: Placement) -> tuple[list[Source], dict[Path, st
         Source("skill", folder, folder.resolve().name, "", folder)
         for folder in sorted(skills, key=lambda p: natural_key(str(p)))
     ]
-    return skill_units + units, _uncovered(found, units)
+    return skill_units + units, _uncovered(found, units), owner.documents
 
 
 def _skill_folders(found: Placement) -> list[Path]:
@@ -148,9 +151,13 @@ def _norm(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _json(path: Path) -> Any:
+def _json(path: Path, *, unless_lacking: re.Pattern[bytes] | None = None) -> Any:
+    """A small JSON file, parsed; None when unreadable, or when it lacks `unless_lacking`."""
     try:
-        return orjson.loads(read_result_file(path, display=str(path)))
+        raw = read_result_file(path, display=str(path))
+        if unless_lacking is not None and not unless_lacking.search(raw):
+            return None
+        return orjson.loads(raw)
     except (ImportFailure, orjson.JSONDecodeError, OSError):
         return None  # the iteration's reader names a file it cannot read
 
@@ -175,6 +182,9 @@ class _Owners:
         #: (workspace, eval folder name) → the skill an iteration's results named for it.
         self._learned: dict[tuple[Path, str], str] = {}
         self._prompts: dict[str, set[Path]] | None = None
+        #: Documents parsed on the way (benchmark.json by path), for the readers.
+        self.documents: dict[Path, Any] = {}
+        self._raw: dict[Path, bytes] = {}
         #: The name each skill folder is matched by in _folder_named (its SKILL.md name).
         self.skill_names = skill_names
 
@@ -222,8 +232,10 @@ class _Owners:
         evals: frozenset[str] | None = None,
         ids: frozenset[str] = frozenset(),
     ) -> Source:
-        fallback = self._fallback_name(path, kind)
+        # Only where nothing better names the skill: the fallback may parse a large benchmark.
+        fallback = path.resolve().parent.name
         if folder is None and name is None:
+            fallback = self._fallback_name(path, kind)
             why = why or "the folder's name"
         return Source(kind, path, fallback, path.name, folder, name, evals, ids, why)
 
@@ -275,7 +287,7 @@ class _Owners:
         """
         by_id: dict[str, str] = {}
         if "benchmark.json" in self.found.folders[path].files:
-            data = self._benchmark(path)
+            data = self.benchmark(path, only_naming_skills=True)
             runs = data.get("runs") if isinstance(data, dict) else None
             for run in runs if isinstance(runs, list) else []:
                 skill = run.get("skill") if isinstance(run, dict) else None
@@ -286,7 +298,9 @@ class _Owners:
             relative = eval_folder.relative_to(path).as_posix()
             metadata = None
             if "eval_metadata.json" in self.found.folders[eval_folder].files:
-                metadata = _json(eval_folder / "eval_metadata.json")
+                # Its eval id and prompt matter only to match benchmark runs or evals.json.
+                lacking = None if by_id or len(self.skills) > 1 else SKILL_KEY
+                metadata = _json(eval_folder / "eval_metadata.json", unless_lacking=lacking)
             metadata = metadata if isinstance(metadata, dict) else {}
             skill = metadata.get("skill")
             eval_id = metadata.get("eval_id")
@@ -331,18 +345,27 @@ class _Owners:
         (folder,) = folders
         return self.skill_names[folder]
 
-    def _benchmark(self, path: Path) -> Any:
-        raw_path = path / "benchmark.json"
-        try:
-            raw = read_result_file(raw_path, display=str(raw_path))
-        except (ImportFailure, OSError):
+    def benchmark(self, path: Path, *, only_naming_skills: bool = False) -> Any:
+        """The iteration's parsed benchmark.json, kept for its reader (a 6,000-run benchmark
+        takes 0.1 s to parse); None when unreadable, or when `only_naming_skills` and it
+        names no skill."""
+        file = path / "benchmark.json"
+        if file in self.documents:
+            return self.documents[file]
+        raw = self._raw.get(file)
+        if raw is None:
+            try:
+                raw = self._raw[file] = read_result_file(file, display=str(file))
+            except (ImportFailure, OSError):
+                return None
+        if only_naming_skills and not SKILL_KEY.search(raw):
             return None
-        if not SKILL_KEY.search(raw):
-            return None  # names no skill: not worth parsing a 6,000-run benchmark twice
+        del self._raw[file]
         try:
-            return orjson.loads(raw)
+            self.documents[file] = data = orjson.loads(raw)
         except orjson.JSONDecodeError:
             return None
+        return data
 
     def _around(self, path: Path, kind: str = "skill-creator") -> tuple[Path | None, str]:
         """Steps 2-4: the skill folder around, `<x>-workspace` naming one, the only one."""
@@ -403,7 +426,7 @@ class _Owners:
                 continue
             if "benchmark.json" not in self.found.folders[path].files:
                 continue
-            data = _json(path / "benchmark.json")
+            data = self.benchmark(path)
             metadata = data.get("metadata") if isinstance(data, dict) else None
             name = metadata.get("skill_name") if isinstance(metadata, dict) else None
             if isinstance(name, str) and name.strip() and not PLACEHOLDER.match(name):

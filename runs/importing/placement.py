@@ -107,6 +107,26 @@ def _entered(name: str) -> bool:
     )
 
 
+def _settled(listing: Listing) -> bool:
+    """Whether what is below a folder is already known from the folder itself, so the walk
+    need not list it: an eval-magic iteration (its reader reads the whole folder), or an eval
+    with its eval_metadata.json (its runs are the reader's). Thousands of run folders are
+    then never listed twice."""
+    if "conditions.json" in listing.files:
+        return True
+    return "eval_metadata.json" in listing.files and not _holds_runs(listing)
+
+
+def _holds_runs(listing: Listing) -> bool:
+    """A folder that is itself a configuration or a run: run files, or `run-<k>/` folders."""
+    files = listing.files
+    return (
+        "grading.json" in files
+        or "timing.json" in files
+        or any(RUN_DIR.match(d) for d in listing.dirs)
+    )
+
+
 def walk(root: Path) -> dict[Path, Listing]:
     """Every folder under `root` (to MAX_DEPTH), without following a link."""
     folders: dict[Path, Listing] = {}
@@ -128,8 +148,8 @@ def walk(root: Path) -> dict[Path, Listing]:
         except OSError:
             continue
         dirs.sort(key=natural_key)
-        folders[path] = Listing(path, relative, frozenset(files), tuple(dirs))
-        if len(relative) < MAX_DEPTH:
+        listing = folders[path] = Listing(path, relative, frozenset(files), tuple(dirs))
+        if len(relative) < MAX_DEPTH and not _settled(listing):
             stack.extend((path / d, (*relative, d)) for d in reversed(dirs) if _entered(d))
     return folders
 
@@ -159,6 +179,13 @@ def place(folders: dict[Path, Listing]) -> Placement:
             else:
                 found.iterations.setdefault(path, "skill-creator")
         if "eval_metadata.json" in files:
+            # Beside run files or run-<k>/ folders, the metadata sits in a configuration (or
+            # run) folder, and the eval is the folder above.
+            if _holds_runs(listing):
+                eval_folder = path.parent.parent if RUN_DIR.match(path.name) else path.parent
+                weak.setdefault(path, path.parent if RUN_DIR.match(path.name) else path)
+                found.evals.setdefault(eval_folder, _iteration_of(eval_folder))
+                continue
             iteration = _iteration_of(path)
             if iteration in folders:
                 found.evals[path] = iteration
@@ -294,23 +321,28 @@ def _looks_like_grading(path: Path) -> bool:
 def _drop_nested(found: Placement) -> None:
     """An iteration inside another: an eval-magic iteration (conditions.json) keeps what is
     under it; otherwise the inner folders are the iterations and the outer one's own files
-    are named."""
-    ordered = sorted(found.iterations, key=lambda p: len(p.parts))
-    kept: dict[Path, str] = {}
-    for path in ordered:
-        outer = next((k for k in kept if k in path.parents), None)
-        if outer is not None and kept[outer] == "eval-magic":
-            continue
-        kept[path] = found.iterations[path]
+    are named. Compared by relative parts, not Path objects: a workspace has thousands."""
+    relative = {path: found.folders[path].relative for path in found.iterations}
+    eval_magic = {relative[p] for p, kind in found.iterations.items() if kind == "eval-magic"}
+    kept = {
+        path: kind
+        for path, kind in found.iterations.items()
+        if not any(relative[path][:i] in eval_magic for i in range(len(relative[path])))
+    }
+    inner: dict[tuple[str, ...], list[Path]] = {}
+    for path in kept:
+        parts = relative[path]
+        for i in range(len(parts)):
+            inner.setdefault(parts[:i], []).append(path)
     for path in list(kept):
-        inner = [k for k in kept if path in k.parents]
-        if inner and kept[path] != "eval-magic":
+        below = inner.get(relative[path])
+        if below and kept[path] != "eval-magic":
             del kept[path]
             found.skipped.setdefault(
                 path / "benchmark.json" if "benchmark.json" in found.folders[path].files else path,
                 "results above other iterations ("
-                + ", ".join(p.name for p in inner[:3])
-                + (", …" if len(inner) > 3 else "")
+                + ", ".join(p.name for p in below[:3])
+                + (", …" if len(below) > 3 else "")
                 + "); not read",
             )
     found.iterations = kept

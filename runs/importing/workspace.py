@@ -88,8 +88,10 @@ def import_roots(
     """Import already materialised folders (see `import_workspace`)."""
     report = ImportReport(dry_run=dry_run)
     units: list[_Unit] = []
+    documents: dict[Path, Any] = {}
     for root in roots:
         found = detect(root.path)
+        documents.update(found.documents)
         report.unimported.extend(
             f"{_display(folder, root.path, root.display)}: {reason}"
             for folder, reason in found.skipped
@@ -110,7 +112,7 @@ def import_roots(
     try:
         with transaction.atomic() if one_transaction else nullcontext():
             try:
-                _Importer(report, keep_going=keep_going).run(units, progress)
+                _Importer(report, keep_going=keep_going, documents=documents).run(units, progress)
             finally:
                 if not one_transaction:
                     # Each iteration committed on its own: whatever stops the rest, the
@@ -132,8 +134,10 @@ class _Importer:
     """One import: skill folders first (they name skills and define their evals), then
     every iteration, each linked to the definitions that sat beside it."""
 
-    def __init__(self, report: ImportReport, *, keep_going: bool):
+    def __init__(self, report: ImportReport, *, keep_going: bool, documents: dict[Path, Any]):
         self.report = report
+        #: Documents discovery parsed (benchmark.json by path): not parsed twice.
+        self.documents = documents
         self.keep_going = keep_going
         self.writer = Writer(report)
         #: Skill folders' definitions by folder; None when the folder was rejected.
@@ -182,6 +186,8 @@ class _Importer:
             raise ImportFailure("not imported: its skill folder was rejected", path=unit.display)
         definitions = self.folders.get(owner) if owner else None
         tree = read_tree(source.path, display=unit.display)
+        if (document := self.documents.pop(source.path / "benchmark.json", None)) is not None:
+            tree.parsed["benchmark.json"] = document
         hint_name, known, warnings = self._known_definitions(source, definitions)
         skill_name = _skill_name(source, definitions, hint_name)
         label = source.label if source.kind != "baseline" else ""
@@ -240,9 +246,7 @@ class _Importer:
         return None, {}, warnings
 
 
-def _skill_name(
-    source: Source, definitions: SkillDefinitions | None, hint_name: str | None
-) -> str:
+def _skill_name(source: Source, definitions: SkillDefinitions | None, hint_name: str | None) -> str:
     """The identity rule (SPEC §2, §3.6): the owning skill folder's SKILL.md `name`, then the
     skill the results name, then evals.json's `skill_name`, then what discovery fell back on
     (a benchmark's `metadata.skill_name` in the workspace, else the folder name)."""
