@@ -56,6 +56,14 @@ SENTENCES: dict[str, str] = {
         "eval id {eval_id!r} is used by {folders:and} for different evals: imported as "
         "distinct evals {ids:list}"
     ),
+    "benchmark-only-runs": (
+        "{n} run(s) exist only in {file} (no run folder holds them) and were read from it: "
+        "{cells:list}"
+    ),
+    "benchmark-runs-unplaced": (
+        "{file} lists runs of {configurations:list}, which no folder holds, but not the "
+        "eval folders' ids ({ids:list}), so its runs cannot be put beside theirs; not read"
+    ),
     "outputs-without-grading": (
         "{n} run(s) have outputs but no grading.json: {runs:list}{unnamed:more}"
     ),

@@ -230,6 +230,9 @@ def _refresh_iteration(iteration: Iteration, *, report: RegradeReport) -> None:
     )
     # The importer's "N run(s) have no grading" and the last regrade's warning, made true.
     warnings = without(iteration.validity_warnings, "no-grading", "regraded")
+    if not ungraded:
+        # Every run is graded now: what the import said of missing gradings is history.
+        warnings = without(warnings, "outputs-without-grading", "gradings-not-read")
     if ungraded:
         unnamed = max(0, len(ungraded) - MAX_NAMED)
         params = {"n": len(ungraded), "runs": names, "unnamed": unnamed}

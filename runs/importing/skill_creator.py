@@ -120,6 +120,8 @@ def read_iteration(
     if not runs and benchmark_valid and benchmark and benchmark.get("runs"):
         runs = runs_from_benchmark(benchmark, display=tree.shown("benchmark.json"))
     elif benchmark and isinstance(benchmark.get("runs"), list):
+        if benchmark_valid:
+            runs += _cells_only_in_benchmark(runs, benchmark, tree, iteration.notices)
         # The runs were read from their own folders; benchmark.json's copies of them (often
         # most of its bytes) are not kept twice, only their number.
         iteration.recorded_benchmark = {
@@ -148,6 +150,36 @@ def read_iteration(
         iteration.reviews = reviews(feedback, display=tree.shown("feedback.json"))
     iteration.notices.extend(tolerated.warnings())
     return iteration
+
+
+def _cells_only_in_benchmark(
+    runs: list[ParsedRun],
+    benchmark: dict[str, Any],
+    tree: FileTree,
+    notices: list[ValidityWarning],
+) -> list[ParsedRun]:
+    """The benchmark's runs of configurations no folder holds: an author who kept only one
+    configuration's folders (the other's runs live only in benchmark.json) still gets the
+    comparison the benchmark made. Only where the benchmark's eval ids are the folders' own
+    (else its runs cannot be put beside them), and never for a configuration with folders."""
+    folder_configs = {run.condition for run in runs}
+    listed = runs_from_benchmark(benchmark, display=tree.shown("benchmark.json"))
+    extra = [run for run in listed if run.condition not in folder_configs]
+    if not extra:
+        return []
+    shown = tree.shown("benchmark.json")
+    configs = sorted({run.condition for run in extra})
+    folder_ids = {run.eval_id for run in runs}
+    listed_ids = {run.eval_id for run in listed if run.condition in folder_configs}
+    if not folder_ids <= listed_ids:
+        params = {"file": shown, "configurations": configs, "ids": sorted(folder_ids - listed_ids)}
+        notices.append(ValidityWarning("benchmark-runs-unplaced", params))
+        return []
+    cells = sorted({f"{run.eval_id}/{run.condition}" for run in extra}, key=natural_key)
+    notices.append(
+        ValidityWarning("benchmark-only-runs", {"n": len(extra), "file": shown, "cells": cells})
+    )
+    return extra
 
 
 def _string(value: Any) -> str:

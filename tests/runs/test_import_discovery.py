@@ -321,3 +321,35 @@ def test_a_keep_going_import_of_nothing_says_so_plainly(tmp_path: Path) -> None:
     report = import_workspace([workspace], keep_going=True)
 
     assert report.summary().startswith("Nothing imported; 1 rejected")
+
+
+def test_the_author_format_of_per_configuration_gradings_is_an_iteration(tmp_path: Path) -> None:
+    workspace = tmp_path / "repo" / "workspace"
+    for config, passed in (("claude_with_skill", True), ("claude_without_skill", False)):
+        for eval_id in ("1", "2"):
+            write_json(
+                workspace / "iteration-2" / config / f"eval-{eval_id}-grading.json",
+                {"expectations": [{"text": "It works", "passed": passed, "evidence": "…"}]},
+            )
+
+    import_workspace([tmp_path / "repo"])
+
+    assert filed() == {"repo": ["iteration-2"]}
+    assert pass_rates("repo", "iteration-2") == {
+        "claude_with_skill": 1.0,
+        "claude_without_skill": 0.0,
+    }
+
+
+def test_keep_going_imports_an_iteration_with_an_unreadable_grading_named(tmp_path: Path) -> None:
+    workspace = tmp_path / "x-workspace"
+    iteration(workspace / "iteration-1", runs=2)
+    broken = workspace / "iteration-1" / "eval-1" / "without_skill" / "run-2" / "grading.json"
+    broken.write_text("{not json", "utf-8")
+
+    report = import_workspace([workspace], keep_going=True)
+
+    assert report.rejected == []
+    it = Iteration.objects.get()
+    assert Run.objects.filter(iteration=it, grading__isnull=True).count() == 1
+    assert any(str(broken) in w["message"] for w in it.validity_warnings)

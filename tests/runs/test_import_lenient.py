@@ -436,3 +436,34 @@ def test_a_normal_iteration_carries_no_leniency_warning(tmp_path: Path) -> None:
 
     assert pass_rates() == NORMAL_RATES
     assert warnings_of() == []
+
+
+def test_a_configuration_kept_only_in_the_benchmark_is_read_from_it(tmp_path: Path) -> None:
+    folder = tmp_path / "gke-workspace" / "iteration-1"
+    runs = []
+    for eval_id in (1, 2):
+        metadata = {"eval_id": eval_id, "prompt": f"Plan {eval_id}.", "assertions": []}
+        write_json(folder / f"eval-{eval_id}" / "eval_metadata.json", metadata)
+        write_json(
+            folder / f"eval-{eval_id}" / "with_skill" / "grading.json",
+            {"expectations": [{"text": "Plans", "passed": True, "evidence": "…"}]},
+        )
+        for config, rate in (("with_skill", 1.0), ("without_skill", 0.5)):
+            result = {"pass_rate": rate, "passed": int(rate * 2), "total": 2}
+            runs.append(
+                {"eval_id": eval_id, "configuration": config, "run_number": 1, "result": result}
+            )
+    write_json(folder / "benchmark.json", {"metadata": {}, "runs": runs})
+
+    import_workspace([tmp_path / "gke-workspace"])
+
+    it = Iteration.objects.get()
+    rates = {
+        (r.eval_id, r.condition.name): r.grading.pass_rate
+        for r in Run.objects.filter(iteration=it).select_related("condition", "grading")
+    }
+    assert rates == {
+        ("1", "with_skill"): 1.0, ("2", "with_skill"): 1.0,
+        ("1", "without_skill"): 0.5, ("2", "without_skill"): 0.5,
+    }  # fmt: skip
+    assert "benchmark-only-runs" in [w["code"] for w in it.validity_warnings]
