@@ -84,9 +84,9 @@ def read_iteration(
     tolerated = Tolerated(keep_going=keep_going)
     eval_dirs = _eval_dirs(tree)
     metadata_by_dir = {
-        eval_dir: tolerated.load(tree, f"{eval_dir}/eval_metadata.json", METADATA)
+        eval_dir: tolerated.load(tree, relpath, METADATA)
         for eval_dir in eval_dirs
-        if f"{eval_dir}/eval_metadata.json" in tree.files
+        if (relpath := _metadata_file(tree, eval_dir))
     }
     ids = eval_ids(eval_dirs, metadata_by_dir, tolerated.notices)
     numbering = _Numbering()
@@ -180,6 +180,18 @@ def _cells_only_in_benchmark(
         ValidityWarning("benchmark-only-runs", {"n": len(extra), "file": shown, "cells": cells})
     )
     return extra
+
+
+def _metadata_file(tree: FileTree, eval_dir: str) -> str | None:
+    """The eval's eval_metadata.json: in its folder, else (as some authors keep it) in the
+    first of its configuration folders that holds one."""
+    if f"{eval_dir}/eval_metadata.json" in tree.files:
+        return f"{eval_dir}/eval_metadata.json"
+    for relpath in tree.under(f"{eval_dir}/"):
+        parts = relpath.split("/")
+        if len(parts) == len(eval_dir.split("/")) + 2 and parts[-1] == "eval_metadata.json":
+            return relpath
+    return None
 
 
 def _string(value: Any) -> str:

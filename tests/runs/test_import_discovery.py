@@ -353,3 +353,22 @@ def test_keep_going_imports_an_iteration_with_an_unreadable_grading_named(tmp_pa
     it = Iteration.objects.get()
     assert Run.objects.filter(iteration=it, grading__isnull=True).count() == 1
     assert any(str(broken) in w["message"] for w in it.validity_warnings)
+
+
+def test_eval_metadata_kept_in_a_configuration_folder_describes_its_eval(tmp_path: Path) -> None:
+    workspace = tmp_path / "kelet-workspace" / "iteration-7-rerun"
+    for config, passed in (("with_skill", True), ("without_skill", False)):
+        write_json(
+            workspace / "eval-trace" / config / "eval_metadata.json",
+            {"eval_id": 3, "prompt": "Trace the bug.", "assertions": ["It works"]},
+        )
+        write_json(
+            workspace / "eval-trace" / config / "grading.json",
+            {"expectations": [{"text": "It works", "passed": passed, "evidence": "…"}]},
+        )
+
+    import_workspace([tmp_path / "kelet-workspace"])
+
+    assert filed() == {"kelet": ["iteration-7-rerun"]}
+    assert pass_rates("kelet", "iteration-7-rerun") == {"with_skill": 1.0, "without_skill": 0.0}
+    assert set(Run.objects.values_list("eval_id", "prompt")) == {("3", "Trace the bug.")}
