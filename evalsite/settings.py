@@ -347,6 +347,10 @@ EVALSITE_ARCHIVE_MAX_FILES = env_int("EVALSITE_ARCHIVE_MAX_FILES", 200_000)
 EVALSITE_GIT_MAX_TREE_ENTRIES = env_int("EVALSITE_GIT_MAX_TREE_ENTRIES", 200_000)
 # Largest archive POST /api/imports accepts, before it is even opened.
 EVALSITE_UPLOAD_MAX_BYTES = env_int("EVALSITE_UPLOAD_MAX_BYTES", 512 * 1024 * 1024)
+#: Where the import page keeps an uploaded archive between its preview and the import
+#: (a folder all web servers share, behind several); the system's temporary folder if empty.
+EVALSITE_UPLOAD_STAGING_DIR = os.environ.get("EVALSITE_UPLOAD_STAGING_DIR", "")
+EVALSITE_UPLOAD_STAGING_SECONDS = env_int("EVALSITE_UPLOAD_STAGING_SECONDS", 3600)
 
 LOGGING = {
     "version": 1,

@@ -21,7 +21,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from .importing import ImportFailure
-from .importing.uploads import UploadTooLarge, import_upload
+from .importing.report import ImportReport
+from .importing.uploads import Staged, UploadTooLarge, import_staged, import_upload, stage_upload
 from .models import Condition, Generation, Iteration, Review, Run, Skill
 from .names import findable
 from .outcomes import eval_magic_benchmark
@@ -271,25 +272,74 @@ class UploadForm(forms.Form):
     )
 
 
+class ConfirmForm(forms.Form):
+    """The import of an archive staged by a preview, named by its token."""
+
+    token = forms.CharField(max_length=22)
+    keep_going = forms.BooleanField(required=False)
+
+
+#: Session key: the stages this session previewed (token → archive name).
+STAGED = "evalsite_staged_uploads"
+
+
 @require_http_methods(["GET", "POST"])
 def import_page(request: HttpRequest) -> HttpResponse:
-    """Upload a workspace archive through the browser: the importer's report, or its error."""
-    report, error, status = None, "", 200
-    if request.method == "POST":
+    """Upload a workspace archive through the browser: a preview of the plan first (the
+    archive staged), then the import on confirmation; or at once; the report, or its error."""
+    report, error, status, staged = None, "", 200, None
+    form = UploadForm()
+    if request.method == "POST" and "token" in request.POST:
+        report, error, status = _confirm(request)
+    elif request.method == "POST":
         form = UploadForm(request.POST, request.FILES)
         if form.is_valid():
+            preview = request.POST.get("action") == "preview"
             try:
-                report = import_upload(
-                    form.cleaned_data["archive"],
-                    dry_run=form.cleaned_data["dry_run"],
-                    keep_going=form.cleaned_data["keep_going"],
-                )
+                if preview:
+                    staged = stage_upload(form.cleaned_data["archive"])
+                    request.session[STAGED] = {
+                        **request.session.get(STAGED, {}),
+                        staged.token: staged.name,
+                    }
+                    report = import_staged(
+                        staged, dry_run=True, keep_going=form.cleaned_data["keep_going"]
+                    )
+                else:
+                    report = import_upload(
+                        form.cleaned_data["archive"],
+                        dry_run=form.cleaned_data["dry_run"],
+                        keep_going=form.cleaned_data["keep_going"],
+                    )
             except ImportFailure as exc:
                 error, status = exc.message, 413 if isinstance(exc, UploadTooLarge) else 400
+                staged = None
         else:
             status = 400
-    else:
-        form = UploadForm()
-    return render(
-        request, "runs/import.html", {"form": form, "report": report, "error": error}, status=status
-    )
+    context = {
+        "form": form,
+        "report": report,
+        "error": error,
+        "staged": staged,
+        "keep_going": form["keep_going"].value(),
+    }
+    return render(request, "runs/import.html", context, status=status)
+
+
+def _confirm(request: HttpRequest) -> tuple[ImportReport | None, str, int]:
+    """Import the staged archive a preview of this session named."""
+    confirm = ConfirmForm(request.POST)
+    known: dict[str, str] = request.session.get(STAGED, {})
+    if not confirm.is_valid() or confirm.cleaned_data["token"] not in known:
+        return None, "This preview is not yours or has expired: upload the archive again.", 400
+    token = confirm.cleaned_data["token"]
+    request.session[STAGED] = {k: v for k, v in known.items() if k != token}
+    try:
+        report = import_staged(
+            Staged(token, known[token]),
+            dry_run=False,
+            keep_going=confirm.cleaned_data["keep_going"],
+        )
+    except ImportFailure as exc:
+        return None, exc.message, 400
+    return report, "", 200

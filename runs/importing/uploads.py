@@ -1,13 +1,22 @@
 """Importing uploads: an archive (POST /api/imports, the web form) or loose files with their
-relative paths (POST /api/imports/files)."""
+relative paths (POST /api/imports/files).
+
+The web form previews first: the archive is staged (kept for EVALSITE_UPLOAD_STAGING_SECONDS
+under EVALSITE_UPLOAD_STAGING_DIR, in a folder named by a random token), dry-run to show the
+plan, and imported from there when the reviewer confirms; a confirmed or expired stage is
+removed."""
 
 from __future__ import annotations
 
 import errno
+import re
+import secrets
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from django.conf import settings
@@ -25,6 +34,18 @@ class UploadTooLarge(ImportFailure):
     """The upload is over EVALSITE_UPLOAD_MAX_BYTES; refused before it is opened."""
 
 
+#: A stage's token, as stage_upload makes it (and nothing a path could be built from).
+TOKEN = re.compile(r"^[A-Za-z0-9_-]{22}$")
+
+
+@dataclass(frozen=True)
+class Staged:
+    """An uploaded archive kept for a preview: its folder's token and the archive's name."""
+
+    token: str
+    name: str
+
+
 def import_upload(
     upload: UploadedFile, *, dry_run: bool = False, keep_going: bool = False
 ) -> ImportReport:
@@ -34,6 +55,66 @@ def import_upload(
     Raises ImportFailure (UploadTooLarge for the size limit) with the one-line message, which
     names the upload as the client called it, never where it was saved.
     """
+    name = _checked_archive(upload)
+    with _upload_folder() as folder:
+        path = folder / name
+        _save(upload, path, shown=name)
+        return _import_saved(path, folder, dry_run=dry_run, keep_going=keep_going)
+
+
+def stage_upload(upload: UploadedFile) -> Staged:
+    """Keep an uploaded archive for a preview and a later `import_staged`."""
+    name = _checked_archive(upload)
+    discard_stale()
+    token = secrets.token_urlsafe(16)
+    folder = _staging_root() / token
+    folder.mkdir(mode=0o700)
+    try:
+        _save(upload, folder / name, shown=name)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return Staged(token, name)
+
+
+def import_staged(staged: Staged, *, dry_run: bool, keep_going: bool = False) -> ImportReport:
+    """Import (or dry-run) a staged archive; a real import removes the stage, whatever its
+    outcome, so one preview is imported at most once."""
+    folder = _staging_root() / staged.token
+    path = folder / staged.name
+    if not TOKEN.match(staged.token) or Path(staged.name).name != staged.name:
+        raise ImportFailure("not a preview of this site", path=staged.name)
+    if not path.is_file():
+        raise ImportFailure(
+            "this preview has expired or was imported already; upload the archive again",
+            path=staged.name,
+        )
+    try:
+        return _import_saved(path, folder, dry_run=dry_run, keep_going=keep_going)
+    finally:
+        if not dry_run:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def discard_stale() -> None:
+    """Remove stages older than EVALSITE_UPLOAD_STAGING_SECONDS."""
+    root = _staging_root()
+    oldest = time.time() - settings.EVALSITE_UPLOAD_STAGING_SECONDS
+    for folder in root.iterdir():
+        try:
+            if folder.lstat().st_mtime < oldest:
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def _staging_root() -> Path:
+    root = Path(settings.EVALSITE_UPLOAD_STAGING_DIR or tempfile.gettempdir()) / "evalsite-staged"
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return root
+
+
+def _checked_archive(upload: UploadedFile) -> str:
     name = Path(upload.name or "upload").name
     if not name.lower().endswith(ARCHIVE_SUFFIXES):
         raise ImportFailure("not a .zip or .tar.gz archive of a workspace", path=name)
@@ -42,10 +123,7 @@ def import_upload(
         raise UploadTooLarge(
             f"{upload.size} bytes is over the upload limit of {limit} bytes", path=name
         )
-    with _upload_folder() as folder:
-        path = folder / name
-        _save(upload, path, shown=name)
-        return _import_saved(path, folder, dry_run=dry_run, keep_going=keep_going)
+    return name
 
 
 def import_files(
@@ -139,6 +217,11 @@ def _import_saved(path: Path, folder: Path, *, dry_run: bool, keep_going: bool) 
     report.rejected = [as_sent(line) for line in report.rejected]
     report.unimported = [as_sent(line) for line in report.unimported]
     report.notes = [as_sent(line) for line in report.notes]
+    report.placed = [
+        (skill, label, as_sent(folder_shown), why)
+        for skill, label, folder_shown, why in report.placed
+    ]
+    report.skill_folders = [(skill, as_sent(shown)) for skill, shown in report.skill_folders]
     return report
 
 

@@ -15,6 +15,12 @@ from tests.factories import eval_magic_iteration
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def staging(settings, tmp_path: Path) -> None:
+    """Previews are staged in the test's own folder, not the machine's temporary one."""
+    settings.EVALSITE_UPLOAD_STAGING_DIR = str(tmp_path / "staging")
+
+
 def archive_of(folder: Path, name: str = "demo-skill.zip") -> io.BytesIO:
     data = io.BytesIO()
     with zipfile.ZipFile(data, "w") as out:
@@ -77,3 +83,55 @@ def test_keep_going_on_the_page_lists_each_rejected_iteration(
     assert "1 rejected" in html and "rejected</span> ws.zip!/" in html
     assert "evalsite-upload-" not in html
     assert Iteration.objects.count() == 1
+
+
+def test_a_preview_shows_the_plan_and_the_import_needs_no_second_upload(
+    client: Client, tmp_path: Path
+) -> None:
+    folder = eval_magic_iteration(tmp_path / "ws").parent
+    (folder / "notes").mkdir()
+    (folder / "notes" / "eval_summary.json").write_text("{}", "utf-8")
+
+    preview = client.post("/imports/", {"archive": archive_of(folder), "action": "preview"})
+
+    page = preview.content.decode()
+    assert "Preview of demo-skill.zip: Dry run, nothing saved" in page
+    assert "    iteration-1 &lt;- demo-skill.zip!/demo-skill/iteration-1" in page
+    assert "demo-skill/notes/eval_summary.json: unrecognised result format" in page
+    assert "/tmp/" not in page  # where the server keeps it is nobody's business
+    assert not Run.objects.exists()
+    token = preview.context["staged"].token
+
+    done = client.post("/imports/", {"token": token})
+    assert "Imported skills: 1 created" in done.content.decode()
+    assert Iteration.objects.count() == 1
+    again = client.post("/imports/", {"token": token})  # one preview, one import
+    assert again.status_code == 400
+    assert Iteration.objects.count() == 1
+
+
+def test_a_preview_is_imported_only_by_the_session_that_made_it(
+    client: Client, tmp_path: Path, django_user_model
+) -> None:
+    folder = eval_magic_iteration(tmp_path / "ws").parent
+    preview = client.post("/imports/", {"archive": archive_of(folder), "action": "preview"})
+    other = Client()
+    other.force_login(django_user_model.objects.create_user("other", password="pw"))
+
+    stolen = other.post("/imports/", {"token": preview.context["staged"].token})
+
+    assert stolen.status_code == 400
+    assert "not yours or has expired" in stolen.content.decode()
+    assert not Iteration.objects.exists()
+
+
+def test_stale_previews_are_removed(client: Client, tmp_path: Path, settings) -> None:
+    settings.EVALSITE_UPLOAD_STAGING_SECONDS = 0
+    folder = eval_magic_iteration(tmp_path / "ws").parent
+    first = client.post("/imports/", {"archive": archive_of(folder), "action": "preview"})
+    client.post("/imports/", {"archive": archive_of(folder), "action": "preview"})
+
+    expired = client.post("/imports/", {"token": first.context["staged"].token})
+
+    assert "has expired or was imported already" in expired.content.decode()
+    assert len(list((tmp_path / "staging" / "evalsite-staged").iterdir())) == 1
