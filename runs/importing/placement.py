@@ -164,6 +164,9 @@ def place(folders: dict[Path, Listing]) -> Placement:
                 found.skipped.setdefault(_outermost_excluded(path, listing), _exclusion(listing))
             continue
         files = listing.files
+        deep = len(listing.relative) >= MAX_DEPTH and not _settled(listing)
+        if deep and any(_entered(d) for d in listing.dirs):
+            found.skipped[path] = f"more than {MAX_DEPTH} folders deep; not searched"
         if "conditions.json" in files:
             found.iterations[path] = "eval-magic"
         if _is_baseline_grading(path, listing):
@@ -199,7 +202,12 @@ def place(folders: dict[Path, Listing]) -> Placement:
             for pattern, what in UNREAD_FORMATS:
                 if pattern.match(name):
                     found.skipped[path / name] = f"unrecognised result format ({what})"
-        if "grading.json" in files or "timing.json" in files or "run.json" in files:
+        if (
+            "grading.json" in files
+            or "timing.json" in files
+            or "run.json" in files
+            or ARTEFACT_DIR in listing.dirs  # a run that left outputs and no grading
+        ):
             config = path.parent if RUN_DIR.match(path.name) else path
             weak.setdefault(path, config)
         if any(AUTHOR_GRADING.match(name) for name in files):

@@ -372,3 +372,28 @@ def test_eval_metadata_kept_in_a_configuration_folder_describes_its_eval(tmp_pat
     assert filed() == {"kelet": ["iteration-7-rerun"]}
     assert pass_rates("kelet", "iteration-7-rerun") == {"with_skill": 1.0, "without_skill": 0.0}
     assert set(Run.objects.values_list("eval_id", "prompt")) == {("3", "Trace the bug.")}
+
+
+def test_an_iteration_of_outputs_only_runs_is_named_not_skipped(tmp_path: Path) -> None:
+    workspace = tmp_path / "x-workspace"
+    for config in ("with_skill", "without_skill"):
+        out = workspace / "iteration-1" / "eval-1" / config / "outputs"
+        out.mkdir(parents=True)
+        (out / "answer.md").write_text("42", "utf-8")
+
+    import_workspace([workspace])
+
+    it = Iteration.objects.get()
+    assert Run.objects.filter(iteration=it, grading__isnull=True).count() == 2
+    assert [w["code"] for w in it.validity_warnings] == ["outputs-without-grading", "no-grading"]
+
+
+def test_results_deeper_than_the_walk_goes_are_named(tmp_path: Path) -> None:
+    deep = tmp_path.joinpath(*[f"d{i}" for i in range(16)])
+    iteration(deep / "x-workspace" / "iteration-1")
+    iteration(tmp_path / "y-workspace" / "iteration-1")
+
+    report = import_workspace([tmp_path])
+
+    assert filed() == {"y": ["iteration-1"]}
+    assert report.unimported == [f"{deep}: more than 16 folders deep; not searched"]
