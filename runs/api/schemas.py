@@ -260,6 +260,15 @@ class CompareOut(Schema):
     flips: list[FlipOut] = Field(alias="result.flips")
 
 
+class PlacedOut(Schema):
+    """One iteration the import read: the skill it was filed under, and why."""
+
+    skill: str
+    iteration: str
+    folder: str
+    why: str
+
+
 class ImportOut(Schema):
     # Reads an `importing.ImportReport`.
     summary: str
@@ -269,10 +278,19 @@ class ImportOut(Schema):
     rejected: list[str]
     #: Folders holding result files that were not imported, each with the reason.
     unimported: list[str]
+    #: Each iteration read, with the skill it was filed under and why (the --dry-run plan).
+    placed: list[PlacedOut]
 
     @staticmethod
     def resolve_summary(report: Any) -> str:
         return report.summary()
+
+    @staticmethod
+    def resolve_placed(report: Any) -> list[dict[str, str]]:
+        return [
+            {"skill": skill, "iteration": label, "folder": folder, "why": why}
+            for skill, label, folder, why in report.placed
+        ]
 
     @staticmethod
     def resolve_counts(report: Any) -> dict[str, dict[str, int]]:

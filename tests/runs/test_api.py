@@ -197,6 +197,24 @@ def test_it_refuses_a_file_that_is_not_an_archive(api: Client, tmp_path: Path) -
     )
 
 
+def test_the_response_says_where_each_iteration_was_filed_and_why(
+    api: Client, tmp_path: Path
+) -> None:
+    archive = zipped(eval_magic_iteration(tmp_path / "ws").parent, tmp_path / "demo-skill.zip")
+
+    response = upload(api, archive)
+
+    assert response.status_code == 201
+    assert response.json()["placed"] == [
+        {
+            "skill": "demo-skill",
+            "iteration": "iteration-1",
+            "folder": "demo-skill.zip!/demo-skill/iteration-1",
+            "why": "demo-skill/ holds it, as eval-magic lays out a skill's iterations",
+        }
+    ]
+
+
 def test_it_refuses_an_oversized_upload(api: Client, tmp_path: Path, settings) -> None:
     settings.EVALSITE_UPLOAD_MAX_BYTES = 100
     archive = zipped(eval_magic_iteration(tmp_path / "ws").parent, tmp_path / "big.zip")
