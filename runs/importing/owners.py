@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import orjson
@@ -30,6 +30,7 @@ import orjson
 from .errors import ImportFailure
 from .frontmatter import parse_front_matter
 from .placement import (
+    PLACEHOLDER,
     RESULT_FILES,
     Listing,
     Placement,
@@ -40,8 +41,6 @@ from .placement import (
 )
 from .tree import read_result_file
 
-#: Template values skill-creator leaves in a benchmark.json an agent did not fill in.
-PLACEHOLDER = re.compile(r"^\s*<[^<>]*>\s*$")
 SKILL_KEY = re.compile(rb'"skill"\s*:')
 #: Folder names that say what a folder holds, not whose it is.
 GENERIC_NAMES = {
@@ -147,6 +146,11 @@ def _preferred(folder: Path, names: set[str]) -> str:
     return sorted(others)[0] if others else folder.resolve().name
 
 
+def _qualifies(name: str, short: str) -> bool:
+    """Whether `name` is `short` with a namespace in front: `plugin:short`, `org-short`."""
+    return name != short and name.endswith((f":{short}", f"-{short}", f"/{short}"))
+
+
 def _norm(text: str) -> str:
     return " ".join(text.split()).casefold()
 
@@ -201,6 +205,9 @@ class _Owners:
         named = set(by_folder.values()) | set(by_id.values())
         around, why = self._around(path, kind)
         if len(named) > 1:
+            # Evals no result names, among evals of several skills, are not "the only skill's".
+            if why == "the import's only skill":
+                around, why = None, ""
             return self._split(path, kind, by_folder, by_id, around, why)
         if named:
             (name,) = named
@@ -255,25 +262,20 @@ class _Owners:
             shares[by_folder.get(folder)][0].add(folder)
         for eval_id, name in by_id.items():
             shares[name][1].add(eval_id)
-        units = []
+        # Two names of one skill folder ("blog-post", "ropensci-blog-post") are one share,
+        # and so are the evals no result names when the folder around is that skill's.
+        owners: dict[object, tuple[Path | None, str | None, str, set[str], set[str]]] = {}
         for name, (folders, ids) in sorted(shares.items(), key=lambda kv: kv[0] or ""):
-            if name is None:
-                units.append(
-                    self._source(path, kind, around, None, why, frozenset(folders), frozenset(ids))
-                )
-                continue
-            folder = self._folder_named(name)
-            units.append(
-                self._source(
-                    path,
-                    kind,
-                    folder,
-                    None if folder else name,
-                    f"its results name {name!r}",
-                    frozenset(folders),
-                    frozenset(ids),
-                )
-            )
+            folder = around if name is None else self._folder_named(name)
+            reason = why if name is None else f"its results name {name!r}"
+            key: object = folder or name
+            entry = owners.setdefault(key, (folder, None if folder else name, reason, set(), set()))
+            entry[3].update(folders)
+            entry[4].update(ids)
+        units = [
+            self._source(path, kind, folder, name, reason, frozenset(folders), frozenset(ids))
+            for folder, name, reason, folders, ids in owners.values()
+        ]
         return units
 
     def _named(self, path: Path) -> tuple[dict[str, str], dict[str, str]]:
@@ -285,36 +287,57 @@ class _Owners:
         holds its prompt, else what the same-named eval folder of another iteration of the
         workspace belongs to.
         """
-        by_id: dict[str, str] = {}
+        # Benchmark runs: (eval id, eval name) → the skill they name.
+        listed: dict[tuple[str, str], str] = {}
         if "benchmark.json" in self.found.folders[path].files:
             data = self.benchmark(path, only_naming_skills=True)
             runs = data.get("runs") if isinstance(data, dict) else None
             for run in runs if isinstance(runs, list) else []:
                 skill = run.get("skill") if isinstance(run, dict) else None
                 if isinstance(skill, str) and skill.strip() and run.get("eval_id") is not None:
-                    by_id[str(run["eval_id"])] = skill.strip()
+                    name = run.get("eval_name")
+                    key = (str(run["eval_id"]), name if isinstance(name, str) else "")
+                    listed[key] = skill.strip()
         by_folder: dict[str, str] = {}
+        declared: set[str] = set()
         for eval_folder in self.evals_of[path]:
             relative = eval_folder.relative_to(path).as_posix()
             metadata = None
             if "eval_metadata.json" in self.found.folders[eval_folder].files:
                 # Its eval id and prompt matter only to match benchmark runs or evals.json.
-                lacking = None if by_id or len(self.skills) > 1 else SKILL_KEY
+                lacking = None if listed or len(self.skills) > 1 else SKILL_KEY
                 metadata = _json(eval_folder / "eval_metadata.json", unless_lacking=lacking)
             metadata = metadata if isinstance(metadata, dict) else {}
-            skill = metadata.get("skill")
             eval_id = metadata.get("eval_id")
             eval_id = (
                 str(eval_id) if eval_id is not None else eval_folder.name.removeprefix("eval-")
             )
-            if not (isinstance(skill, str) and skill.strip()):
-                skill = by_id.pop(eval_id, None) or self._by_prompt(metadata.get("prompt"))
+            # A benchmark run is this folder's by id, or by name (folders are often named so).
+            mine = [k for k in listed if k[0] == eval_id or k[1] == eval_folder.name]
+            from_benchmark = listed[mine[0]] if mine else None
+            for key in mine:
+                del listed[key]
+            skill = metadata.get("skill")
+            if isinstance(skill, str) and skill.strip():
+                declared.add(skill.strip())
             else:
-                by_id.pop(eval_id, None)
+                skill = from_benchmark or self._by_prompt(metadata.get("prompt"))
             if skill:
                 by_folder[relative] = skill.strip()
-                self._learned[(path.parent, eval_folder.name)] = skill.strip()
+        by_id = {eval_id: skill for (eval_id, _), skill in listed.items()}
+        # A benchmark may qualify the names eval_metadata.json gives ("ropensci-blog-post"
+        # for "blog-post"): where no skill folder has its name, it is the declared one.
+        by_folder = {k: self._declared(v, declared) for k, v in by_folder.items()}
+        by_id = {k: self._declared(v, declared) for k, v in by_id.items()}
+        for relative, skill in by_folder.items():
+            self._learned[(path.parent, PurePosixPath(relative).name)] = skill
         return by_folder, by_id
+
+    def _declared(self, name: str, declared: set[str]) -> str:
+        if name in declared or self._folder_named(name) is not None:
+            return name
+        shorter = [d for d in declared if _qualifies(name, d)]
+        return shorter[0] if len(shorter) == 1 else name
 
     def _carried(self, path: Path, by_folder: dict[str, str]) -> dict[str, str]:
         """Eval folders no result names, named as the same folder of a sibling iteration."""
@@ -396,7 +419,13 @@ class _Owners:
         return None, ""
 
     def _folder_named(self, name: str) -> Path | None:
+        """The skill folder of this name, or the only one a qualified name ends with
+        (`plugin:skill`, `org-skill`)."""
         folders = self.by_name.get(name) or []
+        if not folders:
+            folders = list(
+                {f for known, fs in self.by_name.items() if _qualifies(name, known) for f in fs}
+            )
         return folders[0] if len(folders) == 1 else None
 
     def _fallback_name(self, path: Path, kind: str) -> str:

@@ -45,6 +45,8 @@ RUN_DIR = re.compile(r"^run-(\d+)$")
 AUTHOR_GRADING = re.compile(r"^eval-(.+)-grading\.json$")
 #: Folders inside an eval folder that are never configurations.
 NOT_CONFIGURATIONS = {"outputs", "inputs", "files"}
+#: Template values skill-creator leaves where an agent did not fill a field in ("<model>").
+PLACEHOLDER = re.compile(r"^\s*<[^<>]*>\s*$")
 ITERATION_NAME = re.compile(r"^iteration", re.IGNORECASE)
 #: Result files in formats evalsite does not read, and what they are.
 UNREAD_FORMATS: tuple[tuple[re.Pattern[str], str], ...] = (

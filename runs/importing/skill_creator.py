@@ -35,6 +35,7 @@ from runs.warnings import ValidityWarning
 from .detect import NOT_CONFIGURATIONS, natural_key
 from .errors import ImportFailure
 from .eval_magic import parse_timestamp
+from .placement import PLACEHOLDER, RUN_DIR
 from .records import (
     EvalDefinition,
     ParsedCondition,
@@ -53,9 +54,6 @@ from .skill_creator_results import (
 from .skill_creator_tolerance import Tolerated
 from .tree import FileTree, cell_runs, is_skipped_dir
 
-RUN_DIR = re.compile(r"^run-(\d+)$")
-#: Template values skill-creator leaves where an agent did not fill a field in.
-PLACEHOLDER = re.compile(r"^\s*<[^<>]*>\s*$")
 RUN_FILES = ("grading.json", "timing.json")
 #: The author format: `<configuration>/[run-<k>/]eval-<id>-grading.json`.
 AUTHOR_GRADING = re.compile(

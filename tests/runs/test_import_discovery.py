@@ -397,3 +397,32 @@ def test_results_deeper_than_the_walk_goes_are_named(tmp_path: Path) -> None:
 
     assert filed() == {"y": ["iteration-1"]}
     assert report.unimported == [f"{deep}: more than 16 folders deep; not searched"]
+
+
+def test_a_benchmark_naming_skills_with_a_prefix_names_the_skill_folders(tmp_path: Path) -> None:
+    repo = tmp_path / "ropensci-skills"
+    skill(repo / "blog-post")
+    skill(repo / "package-standards")
+    evals = {
+        "pkgstd-audit": {"eval_id": 1, "skill": "package-standards", "prompt": "Audit.",
+                         "assertions": []},
+        "pkgstd-new-package": None,  # no eval_metadata.json: the benchmark's run names it
+        "blog-write": {"eval_id": 3, "skill": "blog-post", "prompt": "Blog.", "assertions": []},
+    }  # fmt: skip
+    runs = [
+        {"eval_id": 0, "eval_name": "pkgstd-new-package", "skill": "ropensci-package-standards",
+         "configuration": c, "run_number": 1, "result": {"pass_rate": 1.0, "passed": 1,
+         "total": 1}}
+        for c in ("with_skill", "without_skill")
+    ]  # fmt: skip
+    iteration(
+        repo / "eval-workspace" / "iteration-3", evals, benchmark={"metadata": {}, "runs": runs}
+    )
+
+    import_workspace([repo])
+
+    assert filed() == {"blog-post": ["iteration-3"], "package-standards": ["iteration-3"]}
+    standards = Iteration.objects.get(skill__name="package-standards")
+    assert set(Run.objects.filter(iteration=standards).values_list("eval_id", flat=True)) == {
+        "1", "pkgstd-new-package"
+    }  # fmt: skip
