@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import connection
 from django.utils import timezone
@@ -16,7 +17,7 @@ from runs.models import (
     Iteration,
     Run,
 )
-from runs.search.index import Written
+from runs.search.index import NewRun, Written
 
 from .columns import columns, insert_rows
 from .records import ParsedGrading, ParsedRun, skill_called
@@ -40,10 +41,10 @@ RESULT_COLUMNS = (
 class WrittenRuns:
     """What `write_runs` wrote: the iteration's runs, and what indexing them needs."""
 
-    #: Every run of the iteration now, by its folder in the source.
-    by_relpath: dict[str, Run]
+    #: The id of every run of the iteration now, by its folder in the source.
+    by_relpath: dict[str, int]
     #: The runs this write created, and the gradings it wrote, by run id.
-    created: list[Run]
+    created: list[NewRun]
     graded: dict[int, Written]
 
 
@@ -65,76 +66,77 @@ def write_runs(
         ):
             existing[(run.eval_id, run.condition.name, run.run_index)] = run
 
-    to_create: list[tuple[Run, ParsedRun]] = []
-    replaced_gradings: list[int] = []
-    kept: dict[str, Run] = {}
+    new: list[tuple[ParsedRun, dict[str, Any]]] = []
+    rewritten: list[tuple[int, ParsedRun]] = []
+    # Every run's id by its folder, in the source's order (new runs' ids come below).
+    kept: dict[str, int] = {}
     for pr in parsed_runs:
         key = (pr.eval_id, pr.condition, pr.run_index)
         old = existing.pop(key, None)
         if old is not None and old.content_hash == pr.content_hash:
             report.count("runs", "skipped")
-            kept[pr.source_relpath] = old
+            kept[pr.source_relpath] = old.pk
             continue
         values = columns(
             pr,
             Run,
             conversation_events=len(pr.conversation),
-            eval_case=cases[pr.eval_id],
+            eval_case_id=cases[pr.eval_id].pk,
             skill_called=skill_called(pr, iteration.skill.name),
         )
         if old is None:
-            run = Run(iteration=iteration, condition=conditions[pr.condition], **values)
-            to_create.append((run, pr))
+            row = {"iteration_id": iteration.pk, "condition_id": conditions[pr.condition].pk}
+            new.append((pr, row | values))
+            kept[pr.source_relpath] = 0
         else:
             Run.objects.filter(pk=old.pk).update(**values)
-            replaced_gradings.append(old.pk)
-            to_create.append((old, pr))  # grading rewritten below
+            rewritten.append((old.pk, pr))  # grading rewritten below
+            kept[pr.source_relpath] = old.pk
             report.count("runs", "updated")
-        kept[pr.source_relpath] = to_create[-1][0]
     if existing:
         # The source no longer holds these runs; the source is the truth.
         Run.objects.filter(pk__in=[r.pk for r in existing.values()]).delete()
         report.count("runs", "removed", len(existing))
-    if replaced_gradings:
-        # A grading that came from the files is in the files again; one `regrade` wrote
-        # exists nowhere else, so it goes to the run's history before it is replaced.
-        regraded = Grading.objects.filter(
-            run_id__in=replaced_gradings, regraded__isnull=False
-        ).prefetch_related("results")
-        GradingHistory.objects.bulk_create(
-            GradingHistory(
-                run_id=grading.run_id,
-                replaced_at=timezone.now(),
-                replaced_by={"by": "re-import", "source": iteration.source_path},
-                format=grading.format,
-                pass_rate=grading.pass_rate,
-                snapshot=grading.snapshot(),
-            )
-            for grading in regraded
+    if rewritten:
+        _keep_regrades([pk for pk, _ in rewritten], source=iteration.source_path)
+    # Rows, not model instances: building 6,000 Runs cost more than inserting them.
+    ids = insert_rows(Run, [row for _, row in new])
+    created = []
+    for (pr, row), pk in zip(new, ids, strict=True):
+        kept[pr.source_relpath] = pk
+        prompt = pr.prompt or cases[pr.eval_id].prompt or ""
+        transcript = pr.conversation if row["conversation_events"] else pr.tool_invocations
+        created.append(NewRun(pk, pr.condition, pr.status, prompt, pr.final_message, transcript))
+    if new:
+        report.count("runs", "created", len(new))
+    written = [*rewritten, *((pk, pr) for pk, (pr, _) in zip(ids, new, strict=True))]
+    graded = _gradings([(pk, pr.grading) for pk, pr in written if pr.grading is not None])
+    return WrittenRuns(by_relpath=kept, created=created, graded=graded)
+
+
+def _keep_regrades(run_ids: list[int], *, source: str) -> None:
+    """Before the gradings of rewritten runs are replaced: a grading that came from the
+    files is in the files again; one `regrade` wrote exists nowhere else, so it goes to
+    the run's history."""
+    regraded = Grading.objects.filter(run_id__in=run_ids, regraded__isnull=False)
+    GradingHistory.objects.bulk_create(
+        GradingHistory(
+            run_id=grading.run_id,
+            replaced_at=timezone.now(),
+            replaced_by={"by": "re-import", "source": source},
+            format=grading.format,
+            pass_rate=grading.pass_rate,
+            snapshot=grading.snapshot(),
         )
-        Grading.objects.filter(run_id__in=replaced_gradings).delete()
-    new_runs = [run for run, _ in to_create if run.pk is None]
-    _insert_runs(new_runs)
-    if new_runs:
-        report.count("runs", "created", len(new_runs))
-    graded = _gradings([(run, pr.grading) for run, pr in to_create if pr.grading is not None])
-    return WrittenRuns(by_relpath=kept, created=new_runs, graded=graded)
+        for grading in regraded.prefetch_related("results")
+    )
+    Grading.objects.filter(run_id__in=run_ids).delete()
 
 
-def _insert_runs(runs: list[Run]) -> None:
-    """Insert new Run instances, giving each its id (what bulk_create does, faster)."""
-    names = [f.attname for f in Run._meta.concrete_fields if not f.primary_key]
-    ids = insert_rows(Run, [{name: getattr(run, name) for name in names} for run in runs])
-    for run, pk in zip(runs, ids, strict=True):
-        run.pk = pk
-        run._state.adding = False
-        run._state.db = connection.alias
-
-
-def _gradings(pairs: list[tuple[Run, ParsedGrading]]) -> dict[int, Written]:
-    """Write the runs' gradings and results; what the search index needs of each."""
+def _gradings(pairs: list[tuple[int, ParsedGrading]]) -> dict[int, Written]:
+    """Write the runs' gradings and results (by run id); what the search index needs."""
     grading_ids = insert_rows(
-        Grading, [{"run_id": run.pk, **columns(pg, Grading)} for run, pg in pairs]
+        Grading, [{"run_id": run_id, **columns(pg, Grading)} for run_id, pg in pairs]
     )
     rows = [
         (
@@ -162,9 +164,9 @@ def _gradings(pairs: list[tuple[Run, ParsedGrading]]) -> dict[int, Written]:
                 f"INSERT INTO {table} ({names}) VALUES ({marks})", rows[start : start + 5000]
             )
     return {
-        run.pk: Written(
+        run_id: Written(
             pg.pass_rate,
             [r.evidence for r in pg.results if r.evidence and not r.is_meta],
         )
-        for run, pg in pairs
+        for run_id, pg in pairs
     }

@@ -147,10 +147,20 @@ def _read(path: str, display: str) -> bytes:
         descriptor = os.open(path, flags)
     except OSError as exc:
         raise ImportFailure(f"cannot be read: {exc.strerror or exc}", path=display) from None
-    with os.fdopen(descriptor, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
             raise ImportFailure("is not a regular file; not read", path=display)
-        return handle.read()
+        # os.read, not a file object: a large tree has tens of thousands of small files,
+        # and building a buffered reader for each was a quarter of read_tree's time.
+        parts = [os.read(descriptor, info.st_size)] if info.st_size else []
+        while chunk := os.read(descriptor, 1 << 20):  # a file that grew since its fstat
+            parts.append(chunk)
+    except OSError as exc:
+        raise ImportFailure(f"cannot be read: {exc.strerror or exc}", path=display) from None
+    finally:
+        os.close(descriptor)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def read_tree(root: Path, *, display: str) -> FileTree:
@@ -159,7 +169,7 @@ def read_tree(root: Path, *, display: str) -> FileTree:
     Raises ImportFailure for a result file over MAX_RESULT_BYTES.
     """
     tree = FileTree(root=root, display=display)
-    stack = [(root, "")]
+    stack = [(str(root), "")]  # strings, not Paths: a large tree has 10,000s of folders
     while stack:
         folder, prefix = stack.pop()
         with os.scandir(folder) as entries:
@@ -169,7 +179,7 @@ def read_tree(root: Path, *, display: str) -> FileTree:
                     continue  # never follow links out of the folder being imported
                 if entry.is_dir():
                     if not is_skipped_dir(entry.name):
-                        stack.append((Path(entry.path), relpath + "/"))
+                        stack.append((entry.path, relpath + "/"))
                 elif entry.is_file() and entry.name not in SKIPPED_FILES:
                     size = entry.stat().st_size
                     tree.sizes[relpath] = size

@@ -12,7 +12,6 @@ from runs.models import (
     EvalCase,
     Iteration,
     Review,
-    Run,
     Skill,
     SourceKind,
     role_for_condition,
@@ -231,22 +230,22 @@ class Writer:
                 condition.save()
         return current
 
-    def _reviews(self, parsed: ParsedIteration, runs_by_relpath: dict[str, Run]) -> None:
+    def _reviews(self, parsed: ParsedIteration, runs_by_relpath: dict[str, int]) -> None:
         if not parsed.reviews:
             return
         by_feedback_id = {}
-        for relpath, run in runs_by_relpath.items():
-            by_feedback_id[relpath.replace("/", "-")] = run
+        for relpath, run_id in runs_by_relpath.items():
+            by_feedback_id[relpath.replace("/", "-")] = run_id
             # The older layout keeps eval folders under runs/; feedback names them without it.
-            by_feedback_id.setdefault(relpath.removeprefix("runs/").replace("/", "-"), run)
+            by_feedback_id.setdefault(relpath.removeprefix("runs/").replace("/", "-"), run_id)
         unmatched = []
         for review in parsed.reviews:
-            run = by_feedback_id.get(review.run_relpath_key)
-            if run is None:
+            run_id = by_feedback_id.get(review.run_relpath_key)
+            if run_id is None:
                 unmatched.append(review.run_relpath_key)
                 continue
             _, created = Review.objects.get_or_create(
-                run=run,
+                run_id=run_id,
                 source=Review.Source.FEEDBACK_JSON,
                 text=review.text,
                 defaults={"created_at": review.created_at or timezone.now()},
