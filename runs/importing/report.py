@@ -59,9 +59,10 @@ class ImportReport:
             tail += f"; {len(self.unimported)} folder(s) or file(s) with results not imported"
         return tail
 
-    def plan(self) -> list[str]:
+    def plan(self, *, left_out: bool = True) -> list[str]:
         """What was found, as a tree: each skill, its folder, the iterations it gets and the
-        folders they come from; then everything with results that is not imported."""
+        folders they come from; then (unless not `left_out`) everything with results that is
+        not imported."""
         skills: dict[str, list[str]] = {}
         for skill, folder in self.skill_folders:
             skills.setdefault(skill, []).insert(0, f"    skill folder {folder}")
@@ -72,10 +73,14 @@ class ImportReport:
         for skill, entries in skills.items():
             lines.append(f"  {skill}")
             lines.extend(entries)
-        if self.unimported or self.rejected:
+        if left_out and (self.unimported or self.rejected):
             lines.append("  not imported:")
             lines.extend(f"    {line}" for line in self.rejected + self.unimported)
         return lines
+
+    def found(self) -> list[str]:
+        """The plan without what was left out (which the page lists on its own)."""
+        return self.plan(left_out=False)
 
     def details(self) -> list[str]:
         """The lines behind the summary's counts: each rejection, each folder left out."""
