@@ -11,16 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from .owners import Source, attribute
-from .placement import (
-    HIDDEN_SEARCHED,
-    NOT_CONFIGURATIONS,
-    RESULT_FILES,
-    is_snapshot,
-    natural_key,
-    place,
-    walk,
-    workspace_folder_name,
-)
+from .placement import NOT_CONFIGURATIONS, RESULT_FILES, place, workspace_folder_name
+from .walk import HIDDEN_SEARCHED, is_snapshot, natural_key, walk
 
 
 @dataclass

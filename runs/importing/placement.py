@@ -28,20 +28,21 @@ from pathlib import Path
 
 import orjson
 
-from .tree import ARTEFACT_DIR, SKIPPED_DIR_PREFIXES, SKIPPED_DIRS
+from .tree import ARTEFACT_DIR
+from .walk import (
+    MAX_DEPTH,
+    RUN_DIR,
+    Listing,
+    entered,
+    excluded,
+    exclusion,
+    holds_runs,
+    outermost_excluded,
+    settled,
+)
 
-#: How deep below an import's root the walk looks (a plugin's skill's evals' workspace's
-#: iteration's run is 10 folders down).
-MAX_DEPTH = 16
-#: eval-magic keeps copies of old SKILL.md files in `snapshots/`; skill-creator copies the old
-#: skill into `skill-snapshot*/` in revision mode. Both are provenance, not skills.
-SNAPSHOT_DIRS = {"snapshots"}
-SNAPSHOT_PREFIX = "skill-snapshot"
-#: Hidden folders that hold skills or results; every other hidden folder is tool state.
-HIDDEN_SEARCHED = {".claude", ".eval-magic"}
 #: Files that only a results folder holds: a folder with one of these is never skipped quietly.
 RESULT_FILES = {"grading.json", "benchmark.json", "conditions.json", "eval_metadata.json"}
-RUN_DIR = re.compile(r"^run-(\d+)$")
 AUTHOR_GRADING = re.compile(r"^eval-(.+)-grading\.json$")
 #: Folders inside an eval folder that are never configurations.
 NOT_CONFIGURATIONS = {"outputs", "inputs", "files"}
@@ -59,16 +60,6 @@ UNREAD_FORMATS: tuple[tuple[re.Pattern[str], str], ...] = (
 
 
 @dataclass
-class Listing:
-    """One folder as the walk saw it: its regular files and its sub-folders (no links)."""
-
-    path: Path
-    relative: tuple[str, ...]
-    files: frozenset[str]
-    dirs: tuple[str, ...]
-
-
-@dataclass
 class Placement:
     """What the result files say the folders are."""
 
@@ -79,15 +70,6 @@ class Placement:
     evals: dict[Path, Path] = field(default_factory=dict)
     baselines: set[Path] = field(default_factory=set)
     skipped: dict[Path, str] = field(default_factory=dict)
-
-
-def natural_key(text: str) -> list[object]:
-    """Sort key that puts iteration-2 before iteration-10."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
-
-
-def is_snapshot(name: str) -> bool:
-    return name in SNAPSHOT_DIRS or name.startswith(SNAPSHOT_PREFIX)
 
 
 def workspace_folder_name(folder: Path) -> str:
@@ -101,61 +83,6 @@ def is_workspace_name(name: str) -> bool:
     return name.casefold().rstrip("s").endswith("workspace")
 
 
-def _entered(name: str) -> bool:
-    """Whether the walk lists a sub-folder at all: never VCS, caches, agent task folders or a
-    run's artefacts (an agent may write anything there, a `grading.json` included)."""
-    return not (
-        name in SKIPPED_DIRS or name.startswith(SKIPPED_DIR_PREFIXES) or name == ARTEFACT_DIR
-    )
-
-
-def _settled(listing: Listing) -> bool:
-    """Whether what is below a folder is already known from the folder itself, so the walk
-    need not list it: an eval-magic iteration (its reader reads the whole folder), or an eval
-    with its eval_metadata.json (its runs are the reader's). Thousands of run folders are
-    then never listed twice."""
-    if "conditions.json" in listing.files:
-        return True
-    return "eval_metadata.json" in listing.files and not _holds_runs(listing)
-
-
-def _holds_runs(listing: Listing) -> bool:
-    """A folder that is itself a configuration or a run: run files, or `run-<k>/` folders."""
-    files = listing.files
-    return (
-        "grading.json" in files
-        or "timing.json" in files
-        or any(RUN_DIR.match(d) for d in listing.dirs)
-    )
-
-
-def walk(root: Path) -> dict[Path, Listing]:
-    """Every folder under `root` (to MAX_DEPTH), without following a link."""
-    folders: dict[Path, Listing] = {}
-    stack: list[tuple[Path, tuple[str, ...]]] = [(root, ())]
-    while stack:
-        path, relative = stack.pop()
-        files: list[str] = []
-        dirs: list[str] = []
-        try:
-            with os.scandir(path) as entries:
-                for entry in entries:
-                    try:
-                        if entry.is_dir(follow_symlinks=False):
-                            dirs.append(entry.name)
-                        elif entry.is_file(follow_symlinks=False):
-                            files.append(entry.name)
-                    except OSError:
-                        continue
-        except OSError:
-            continue
-        dirs.sort(key=natural_key)
-        listing = folders[path] = Listing(path, relative, frozenset(files), tuple(dirs))
-        if len(relative) < MAX_DEPTH and not _settled(listing):
-            stack.extend((path / d, (*relative, d)) for d in reversed(dirs) if _entered(d))
-    return folders
-
-
 def place(folders: dict[Path, Listing]) -> Placement:
     """Iterations, evals and baselines, as the result files in `folders` place them."""
     found = Placement(folders)
@@ -163,11 +90,11 @@ def place(folders: dict[Path, Listing]) -> Placement:
     for path, listing in folders.items():
         if excluded(listing):
             if not RESULT_FILES.isdisjoint(listing.files):
-                found.skipped.setdefault(_outermost_excluded(path, listing), _exclusion(listing))
+                found.skipped.setdefault(outermost_excluded(path, listing), exclusion(listing))
             continue
         files = listing.files
-        deep = len(listing.relative) >= MAX_DEPTH and not _settled(listing)
-        if deep and any(_entered(d) for d in listing.dirs):
+        deep = len(listing.relative) >= MAX_DEPTH and not settled(listing)
+        if deep and any(entered(d) for d in listing.dirs):
             found.skipped[path] = f"more than {MAX_DEPTH} folders deep; not searched"
         if "conditions.json" in files:
             found.iterations[path] = "eval-magic"
@@ -186,7 +113,7 @@ def place(folders: dict[Path, Listing]) -> Placement:
         if "eval_metadata.json" in files:
             # Beside run files or run-<k>/ folders, the metadata sits in a configuration (or
             # run) folder, and the eval is the folder above.
-            if _holds_runs(listing):
+            if holds_runs(listing):
                 eval_folder = path.parent.parent if RUN_DIR.match(path.name) else path.parent
                 weak.setdefault(path, path.parent if RUN_DIR.match(path.name) else path)
                 found.evals.setdefault(eval_folder, _iteration_of(eval_folder))
@@ -389,24 +316,3 @@ def _is_baseline_grading(path: Path, listing: Listing) -> bool:
 def _is_baseline_folder(path: Path, folders: dict[Path, Listing]) -> bool:
     grading = folders.get(path / "grading")
     return grading is not None and _is_baseline_grading(path / "grading", grading)
-
-
-def excluded(listing: Listing) -> bool:
-    """Inside a snapshot or a hidden folder other than HIDDEN_SEARCHED: never imported."""
-    return any(is_snapshot(p) for p in listing.relative) or any(
-        p[:1] == "." and p not in HIDDEN_SEARCHED for p in listing.relative
-    )
-
-
-def _exclusion(listing: Listing) -> str:
-    if any(is_snapshot(p) for p in listing.relative):
-        return "inside a snapshot folder, which holds copies of old skills, not results"
-    return "inside a hidden folder, which holds tool state, not results"
-
-
-def _outermost_excluded(path: Path, listing: Listing) -> Path:
-    """The snapshot or hidden folder itself: one line per excluded tree."""
-    for index, part in enumerate(listing.relative):
-        if is_snapshot(part) or (part[:1] == "." and part not in HIDDEN_SEARCHED):
-            return Path(*path.parts[: len(path.parts) - len(listing.relative) + index + 1])
-    return path

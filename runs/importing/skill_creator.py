@@ -35,7 +35,7 @@ from runs.warnings import ValidityWarning
 from .detect import NOT_CONFIGURATIONS, natural_key
 from .errors import ImportFailure
 from .eval_magic import parse_timestamp
-from .placement import PLACEHOLDER, RUN_DIR
+from .placement import PLACEHOLDER
 from .records import (
     EvalDefinition,
     ParsedCondition,
@@ -43,7 +43,9 @@ from .records import (
     ParsedRun,
 )
 from .skill_creator_results import (
+    cells_only_in_benchmark,
     eval_ids,
+    metadata_file,
     read_grading,
     read_timing,
     rebuilt_definitions,
@@ -53,6 +55,7 @@ from .skill_creator_results import (
 )
 from .skill_creator_tolerance import Tolerated
 from .tree import FileTree, cell_runs, is_skipped_dir
+from .walk import RUN_DIR
 
 RUN_FILES = ("grading.json", "timing.json")
 #: The author format: `<configuration>/[run-<k>/]eval-<id>-grading.json`.
@@ -84,7 +87,7 @@ def read_iteration(
     metadata_by_dir = {
         eval_dir: tolerated.load(tree, relpath, METADATA)
         for eval_dir in eval_dirs
-        if (relpath := _metadata_file(tree, eval_dir))
+        if (relpath := metadata_file(tree, eval_dir))
     }
     ids = eval_ids(eval_dirs, metadata_by_dir, tolerated.notices)
     numbering = _Numbering()
@@ -119,7 +122,7 @@ def read_iteration(
         runs = runs_from_benchmark(benchmark, display=tree.shown("benchmark.json"))
     elif benchmark and isinstance(benchmark.get("runs"), list):
         if benchmark_valid:
-            runs += _cells_only_in_benchmark(runs, benchmark, tree, iteration.notices)
+            runs += cells_only_in_benchmark(runs, benchmark, tree, iteration.notices)
         # The runs were read from their own folders; benchmark.json's copies of them (often
         # most of its bytes) are not kept twice, only their number.
         iteration.recorded_benchmark = {
@@ -148,48 +151,6 @@ def read_iteration(
         iteration.reviews = reviews(feedback, display=tree.shown("feedback.json"))
     iteration.notices.extend(tolerated.warnings())
     return iteration
-
-
-def _cells_only_in_benchmark(
-    runs: list[ParsedRun],
-    benchmark: dict[str, Any],
-    tree: FileTree,
-    notices: list[ValidityWarning],
-) -> list[ParsedRun]:
-    """The benchmark's runs of configurations no folder holds: an author who kept only one
-    configuration's folders (the other's runs live only in benchmark.json) still gets the
-    comparison the benchmark made. Only where the benchmark's eval ids are the folders' own
-    (else its runs cannot be put beside them), and never for a configuration with folders."""
-    folder_configs = {run.condition for run in runs}
-    listed = runs_from_benchmark(benchmark, display=tree.shown("benchmark.json"))
-    extra = [run for run in listed if run.condition not in folder_configs]
-    if not extra:
-        return []
-    shown = tree.shown("benchmark.json")
-    configs = sorted({run.condition for run in extra})
-    folder_ids = {run.eval_id for run in runs}
-    listed_ids = {run.eval_id for run in listed if run.condition in folder_configs}
-    if not folder_ids <= listed_ids:
-        params = {"file": shown, "configurations": configs, "ids": sorted(folder_ids - listed_ids)}
-        notices.append(ValidityWarning("benchmark-runs-unplaced", params))
-        return []
-    cells = sorted({f"{run.eval_id}/{run.condition}" for run in extra}, key=natural_key)
-    notices.append(
-        ValidityWarning("benchmark-only-runs", {"n": len(extra), "file": shown, "cells": cells})
-    )
-    return extra
-
-
-def _metadata_file(tree: FileTree, eval_dir: str) -> str | None:
-    """The eval's eval_metadata.json: in its folder, else (as some authors keep it) in the
-    first of its configuration folders that holds one."""
-    if f"{eval_dir}/eval_metadata.json" in tree.files:
-        return f"{eval_dir}/eval_metadata.json"
-    for relpath in tree.under(f"{eval_dir}/"):
-        parts = relpath.split("/")
-        if len(parts) == len(eval_dir.split("/")) + 2 and parts[-1] == "eval_metadata.json":
-            return relpath
-    return None
 
 
 def _string(value: Any) -> str:

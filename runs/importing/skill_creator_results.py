@@ -24,6 +24,7 @@ from .records import (
 )
 from .skill_creator_tolerance import Tolerated
 from .tree import FileTree
+from .walk import natural_key
 
 
 def eval_id_of(eval_dir: str, metadata: dict[str, Any] | None) -> str:
@@ -308,3 +309,45 @@ def _norm(text: str) -> str:
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def cells_only_in_benchmark(
+    runs: list[ParsedRun],
+    benchmark: dict[str, Any],
+    tree: FileTree,
+    notices: list[ValidityWarning],
+) -> list[ParsedRun]:
+    """The benchmark's runs of configurations no folder holds: an author who kept only one
+    configuration's folders (the other's runs live only in benchmark.json) still gets the
+    comparison the benchmark made. Only where the benchmark's eval ids are the folders' own
+    (else its runs cannot be put beside them), and never for a configuration with folders."""
+    folder_configs = {run.condition for run in runs}
+    listed = runs_from_benchmark(benchmark, display=tree.shown("benchmark.json"))
+    extra = [run for run in listed if run.condition not in folder_configs]
+    if not extra:
+        return []
+    shown = tree.shown("benchmark.json")
+    configs = sorted({run.condition for run in extra})
+    folder_ids = {run.eval_id for run in runs}
+    listed_ids = {run.eval_id for run in listed if run.condition in folder_configs}
+    if not folder_ids <= listed_ids:
+        params = {"file": shown, "configurations": configs, "ids": sorted(folder_ids - listed_ids)}
+        notices.append(ValidityWarning("benchmark-runs-unplaced", params))
+        return []
+    cells = sorted({f"{run.eval_id}/{run.condition}" for run in extra}, key=natural_key)
+    notices.append(
+        ValidityWarning("benchmark-only-runs", {"n": len(extra), "file": shown, "cells": cells})
+    )
+    return extra
+
+
+def metadata_file(tree: FileTree, eval_dir: str) -> str | None:
+    """The eval's eval_metadata.json: in its folder, else (as some authors keep it) in the
+    first of its configuration folders that holds one."""
+    if f"{eval_dir}/eval_metadata.json" in tree.files:
+        return f"{eval_dir}/eval_metadata.json"
+    for relpath in tree.under(f"{eval_dir}/"):
+        parts = relpath.split("/")
+        if len(parts) == len(eval_dir.split("/")) + 2 and parts[-1] == "eval_metadata.json":
+            return relpath
+    return None
