@@ -41,6 +41,8 @@ def record_from_row(record_type: type[R], row: models.Model, **given: Any) -> R:
     return record_type(**{name: getattr(row, name) for name in shared}, **given)
 
 
+#: Rows per executemany (as bulk_create's batch_size in the writer).
+_BATCH = 500
 #: The Python type each kind of column takes as it is; anything else goes through the field.
 _PLAIN = {
     "CharField": str,
@@ -75,40 +77,47 @@ def insert_rows(model: type[models.Model], rows: list[dict[str, Any]]) -> list[i
     # every attribute is ~20 us, and fields ask for the vendor once per value.
     db = connections[DEFAULT_DB_ALIAS]
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-    plain = [_PLAIN.get(f.get_internal_type()) for f in fields]
-    json = [isinstance(f, JSONField) and f.encoder is None for f in fields]
+    how = [
+        (f, _PLAIN.get(f.get_internal_type()), isinstance(f, JSONField) and f.encoder is None)
+        for f in fields
+    ]
     defaults = [f.get_default() for f in fields]
-    postgres = db.vendor == "postgresql"
-    values = []
-    for pk, row in zip(ids, rows, strict=True):
-        prepared: list[Any] = [pk]
-        for field, kind, is_json, default in zip(fields, plain, json, defaults, strict=True):
-            value = row.get(field.attname, default)
-            if value is None:
-                pass  # NULL, as every field here prepares None
-            elif is_json:
-                value = _json_value(field, value, db, postgres)
-            elif type(value) is not kind:
-                value = field.get_db_prep_save(value, db)
-            prepared.append(value)
-        values.append(prepared)
     quote = connection.ops.quote_name
     names = ", ".join(quote(f.column) for f in [model._meta.pk, *fields])
     marks = ", ".join(["%s"] * (len(fields) + 1))
     sql = f"INSERT INTO {quote(model._meta.db_table)} ({names}) VALUES ({marks})"
     with connection.cursor() as cursor:
-        for start in range(0, len(values), 2000):
-            cursor.executemany(sql, values[start : start + 2000])
+        # In batches, prepared as they go: the JSON text of 6,000 runs at once is ~100 MB.
+        for start in range(0, len(rows), _BATCH):
+            batch = zip(ids[start : start + _BATCH], rows[start : start + _BATCH], strict=True)
+            cursor.executemany(sql, [_prepared(pk, row, how, defaults, db) for pk, row in batch])
     return ids
 
 
-def _json_value(field: JSONField, value: Any, db: Any, postgres: bool) -> Any:
+def _prepared(
+    pk: int, row: dict[str, Any], how: list[tuple[Any, type | None, bool]], defaults: list, db: Any
+) -> list[Any]:
+    """One row's values as the driver takes them, the primary key first."""
+    prepared: list[Any] = [pk]
+    for (field, kind, is_json), default in zip(how, defaults, strict=True):
+        value = row.get(field.attname, default)
+        if value is None:
+            pass  # NULL, as every field here prepares None
+        elif is_json:
+            value = _json_value(field, value, db)
+        elif type(value) is not kind:
+            value = field.get_db_prep_save(value, db)
+        prepared.append(value)
+    return prepared
+
+
+def _json_value(field: JSONField, value: Any, db: Any) -> Any:
     """What runs.models.fields.JSONField sends for `value`, without Django's layers."""
     try:
         raw = orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError):
         return field.get_db_prep_save(value, db)  # what orjson refuses: Django's own path
-    return Jsonb(value, dumps=lambda _value: raw) if postgres else raw.decode()
+    return Jsonb(value, dumps=lambda _value: raw) if db.vendor == "postgresql" else raw.decode()
 
 
 def _allocate_ids(model: type[models.Model], count: int) -> list[int]:
