@@ -16,11 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
-import math
 import os
 import re
-import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -380,55 +377,3 @@ def floor_import_skill_creator(root: Path, db: Path | str) -> list[str]:
     floor = SkillCreatorFloor(db)
     floor.run(root)
     return schema_notes(floor.tables)
-
-
-def aggregate_like_skill_creator(root: Path, out: Path) -> float:
-    """Seconds for what skill-creator's own aggregator does with the same iterations.
-
-    Its `aggregate_benchmark.py` json.loads every run's grading.json and timing.json, keeps
-    each run's figures, expectations and notes, computes mean/stddev/min/max per
-    configuration and writes benchmark.json (indent 2). This does the same work, as a yard
-    stick for the issue's "8x the aggregator"; it is not a target.
-    """
-    start = time.perf_counter()
-    for _, folder in find_iterations(root):
-        runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for eval_dir in sorted(folder.glob("eval-*")):
-            for config_dir in sorted(p for p in eval_dir.iterdir() if p.is_dir()):
-                for run_dir in sorted(config_dir.glob("run-*")):
-                    grading = json.loads((run_dir / "grading.json").read_text())
-                    timing = json.loads((run_dir / "timing.json").read_text())
-                    summary = grading.get("summary", {})
-                    notes = grading.get("user_notes_summary", {})
-                    runs[config_dir.name].append(
-                        {
-                            "eval": eval_dir.name,
-                            "run_number": int(run_dir.name.split("-")[1]),
-                            "pass_rate": summary.get("pass_rate", 0.0),
-                            "time_seconds": grading.get("timing", {}).get(
-                                "total_duration_seconds", 0.0
-                            ),
-                            "tokens": timing.get("total_tokens", 0),
-                            "expectations": grading.get("expectations", []),
-                            "notes": [
-                                *notes.get("uncertainties", []),
-                                *notes.get("workarounds", []),
-                            ],
-                        }
-                    )
-        summary = {
-            config: {
-                key: _spread([r[key] for r in entries])
-                for key in ("pass_rate", "time_seconds", "tokens")
-            }
-            for config, entries in runs.items()
-        }
-        with open(out, "w") as handle:
-            json.dump({"runs": runs, "run_summary": summary}, handle, indent=2)
-    return time.perf_counter() - start
-
-
-def _spread(values: list[float]) -> dict[str, float]:
-    mean = sum(values) / len(values)
-    variance = sum((x - mean) ** 2 for x in values) / max(len(values) - 1, 1)
-    return {"mean": mean, "stddev": math.sqrt(variance), "min": min(values), "max": max(values)}

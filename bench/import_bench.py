@@ -58,12 +58,14 @@ if str(PROJECT) not in sys.path:
 
 from bench import generate, generate_skill_creator  # noqa: E402
 from bench.floor import COLUMNS, floor_import  # noqa: E402
-from bench.floor_skill_creator import (  # noqa: E402
-    aggregate_like_skill_creator,
-    floor_import_skill_creator,
-)
+from bench.floor_skill_creator import floor_import_skill_creator  # noqa: E402
 from bench.generate import generate_workspace  # noqa: E402
 from bench.generate_skill_creator import generate_skill_creator_workspace  # noqa: E402
+from bench.import_first_view import FirstView, measure_first_view  # noqa: E402
+from bench.peer_skill_creator import (  # noqa: E402
+    aggregate_like_skill_creator,
+    review_like_skill_creator,
+)
 
 MANAGE = PROJECT / "manage.py"
 FULL = {"skills": 5, "iterations": 20, "evals": 30, "runs": 3, "assertions": 6}
@@ -553,12 +555,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"git HEAD: {git_head()}")
         print(f"machine: {machine()}")
         workspace = prepare_workspace(base, scale, args.seed, args.layout)
-        if args.layout == "skill-creator":
-            seconds = aggregate_like_skill_creator(workspace, base / "aggregated.json")
-            print(
-                f"  for reference: skill-creator's aggregator (json.load of every grading.json "
-                f"and timing.json, statistics, benchmark.json written) takes {seconds:.2f} s"
-            )
+        peer = args.layout == "skill-creator"
         all_oks = []
         for kind in kinds:
             print(f"\n=== {server_version(kind)} ===")
@@ -572,6 +569,19 @@ def main(argv: list[str] | None = None) -> int:
                 compare = args.compare or args.layout == "skill-creator"
                 oks = report(rounds, setup, notes, compare=compare)
                 all_oks += oks
+                if peer:
+                    # Each round: the peer, then evalsite, back to back, so that both see
+                    # the same machine (other processes' load moves both).
+                    views = []
+                    for _ in range(max(args.repeat, 1)):
+                        peer_round = measure_peer(workspace, base)
+                        url = pool.fresh("view")
+                        log = base / f"gunicorn-{kind}.log"
+                        view = measure_first_view(
+                            MANAGE, workspace, url=url, env=django_env(url), log=log
+                        )
+                        views.append((peer_round, view))
+                    all_oks.append(report_first_view(views))
                 print(f"after measuring: {load_note()}")
                 if args.profile:
                     profile = args.profile.resolve()
@@ -584,6 +594,61 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)
+
+
+@dataclass
+class Peer:
+    """skill-creator's own tools over the same iteration (bench/peer_skill_creator.py)."""
+
+    aggregate: float
+    review: float
+    #: Their CPU time (this process's, user + system).
+    cpu: float
+    page_bytes: int
+
+    @property
+    def total(self) -> float:
+        return self.aggregate + self.review
+
+
+def measure_peer(workspace: Path, base: Path) -> Peer:
+    """The peer's aggregate and review over the workspace, one after the other."""
+    cpu = time.process_time()
+    aggregate = aggregate_like_skill_creator(workspace, base / "aggregated.json")
+    review, page = review_like_skill_creator(workspace, base / "review.html")
+    (base / "review.html").unlink(missing_ok=True)
+    return Peer(aggregate, review, time.process_time() - cpu, page)
+
+
+def report_first_view(rounds: list[tuple[Peer, FirstView]]) -> bool:
+    """Print folder -> first view beside the peer's aggregate + review measured just before
+    it (the round with the lowest ratio); whether it is below the peer's."""
+    peer, best = min(rounds, key=lambda r: r[1].folder_to_first_view / r[0].total)
+    ratio = best.folder_to_first_view / peer.total
+    exact = best.documents == best.runs and best.pending == 0
+    of = f", best of {len(rounds)} rounds" if len(rounds) > 1 else ""
+    print(
+        f"\nfolder -> first view, beside the peer (skill-creator) just before it{of}:\n"
+        f"  peer: aggregate_benchmark.py's work (json.load of every grading.json and "
+        f"timing.json, statistics, benchmark.json written) {peer.aggregate:.2f} s + "
+        f"generate_review.py --static's work (every run's outputs and grading in one page of "
+        f"{peer.page_bytes / 2**20:.0f} MB) {peer.review:.2f} s = {peer.total:.2f} s "
+        f"({peer.cpu:.2f} s CPU)\n"
+        f"  evalsite: import committed after {best.committed:.2f} s ({best.committed_cpu:.2f} s "
+        f"CPU, start-up included), then the iteration page's first view "
+        f"{best.view * 1000:.0f} ms ({best.size / 1024:.0f} KB) = "
+        f"{best.folder_to_first_view:.2f} s\n"
+        f"  the import's process ended after {best.finished:.2f} s (search index built after "
+        f"the commit): {best.documents:,} documents for {best.runs:,} runs, "
+        f"{best.pending} iteration(s) still pending{'' if exact else '  !! not exact'}"
+    )
+    ok = ratio < 1 and exact
+    cpu_ratio = best.committed_cpu / peer.cpu
+    print(
+        f"  folder -> first view / peer aggregate + review = {ratio:.2f}x "
+        f"(CPU to the commit / peer CPU {cpu_ratio:.2f}x)   target < 1x  {verdict(ok)}"
+    )
+    return ok
 
 
 def profile_import(workspace: Path, db: str, out: Path) -> None:
