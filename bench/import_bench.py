@@ -16,9 +16,12 @@ configurations x 10 runs (bench/generate_skill_creator.py). Then, on each databa
     (skills, eval cases, iterations, conditions, runs with their JSON columns serialised,
     gradings, assertion results) with `executemany` in one transaction, into another
     freshly migrated database (bench/floor.py, bench/floor_skill_creator.py);
-(c) `manage.py importworkspace WS` again into database (a): everything should be skipped.
+(c) `manage.py importworkspace WS` again into database (a): everything should be skipped;
+(d) skill-creator only: folder to first view (bench/import_first_view.py) beside the peer's
+    aggregate + review (bench/peer_skill_creator.py), measured just before it.
 
-Targets, on wall time: (a) <= 3 x (b); (c) <= 0.5 x (a); peak RSS of (a) < 300 MB. CPU
+Targets, on wall time: (a) <= 3 x (b); (c) <= 0.5 x (a); peak RSS of (a) < 300 MB;
+(d) < the peer's aggregate + review, with the search index exact once the import ends. CPU
 time is printed beside wall time: on a shared machine it is the steadier figure. The exit
 status is 0 (this is a report) unless --check is given and a target is missed.
 
