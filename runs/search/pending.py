@@ -13,10 +13,12 @@ indexed. Should the process die on the way, the marker stays: the next large imp
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -59,29 +61,12 @@ def _after_commit(iteration_id: int, build: Callable[[], int], checkpoint: int |
         _complete(iteration_id, build)
         complete_pending()  # what an earlier process left unfinished
     finally:
-        if checkpoint is not None:
+        this = connections[connection.alias]
+        if checkpoint is not None and _AUTOCHECKPOINT.pop(this, None) is not None:
             with connection.cursor() as cursor:
                 if not connection.in_atomic_block:  # (a test's transaction, say)
                     cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
                 cursor.execute(f"PRAGMA wal_autocheckpoint = {int(checkpoint)}")
-
-
-def _defer_wal_checkpoint() -> int | None:
-    """SQLite: keep the commit from checkpointing; the setting it had, to restore after.
-
-    By default the commit that leaves the write-ahead log over 1,000 pages copies the log
-    into the database file before it returns: 0.6 s of the bench's 6,000-run commit. Readers
-    read the log as well, so that copy can wait until the index is built, like the index.
-    (Should the import roll back instead, the connection keeps the setting until it closes;
-    other connections' commits still checkpoint.)
-    """
-    if connection.vendor != "sqlite":
-        return None
-    with connection.cursor() as cursor:
-        cursor.execute("PRAGMA wal_autocheckpoint")
-        (pages,) = cursor.fetchone()
-        cursor.execute("PRAGMA wal_autocheckpoint = 0")
-    return pages
 
 
 def complete_pending() -> int:
@@ -118,3 +103,28 @@ def still_indexing(*, skill_id: int | None = None, number: int | None = None) ->
         pending = pending.filter(iteration__number=number)
     rows = pending.order_by("since").values_list("iteration__skill__name", "iteration__number")
     return [f"{name} #{n}" for name, n in rows]
+
+
+def _defer_wal_checkpoint() -> int | None:
+    """SQLite: keep the commit from checkpointing; the setting it had, to restore after.
+
+    By default the commit that leaves the write-ahead log over 1,000 pages copies the log
+    into the database file before it returns: 0.6 s of the bench's 6,000-run commit. Readers
+    read the log as well, so that copy can wait until the index is built, like the index.
+    Should the import roll back instead, the connection keeps the setting until the next
+    deferred iteration's index restores it, or the connection closes; other connections'
+    commits still checkpoint.
+    """
+    if connection.vendor != "sqlite":
+        return None
+    this = connections[connection.alias]  # this thread's connection, not the proxy
+    if this not in _AUTOCHECKPOINT:  # not already off by an earlier deferral of ours
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA wal_autocheckpoint")
+            (_AUTOCHECKPOINT[this],) = cursor.fetchone()
+            cursor.execute("PRAGMA wal_autocheckpoint = 0")
+    return _AUTOCHECKPOINT[this]
+
+
+#: The autocheckpoint setting of each connection this module turned off, until restored.
+_AUTOCHECKPOINT: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()

@@ -165,3 +165,20 @@ def test_a_failed_indexing_keeps_the_marker_and_frees_its_claim(
     monkeypatch.undo()
     monkeypatch.setattr(writer, "DEFER_FROM_RUNS", 2)
     assert pending.complete_pending() == 1
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's write-ahead log")
+def test_the_log_checkpoints_again_once_every_large_iteration_is_indexed(
+    tmp_path: Path, large_from_two_runs: None, django_capture_on_commit_callbacks
+) -> None:
+    skill_creator_iteration(tmp_path, label="iteration-1")
+    skill_creator_iteration(tmp_path, label="iteration-2")
+    with django_capture_on_commit_callbacks(execute=True):
+        import_workspace([tmp_path / f"{SKILL}-workspace"])
+
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA wal_autocheckpoint")
+        (pages,) = cursor.fetchone()
+    assert pages > 0 and not pending._AUTOCHECKPOINT  # on again, as before the import
+    assert SearchDocument.objects.count() == 8
+    assert PendingIndex.objects.count() == 0
