@@ -50,3 +50,21 @@ def client(user):
     logged_in = Client()
     logged_in.force_login(user)
     return logged_in
+
+
+#: Test modules that start real processes taking seconds each (workers, the deployed site).
+SLOW_MODULES = {"test_deploy.py", "test_workers.py"}
+#: Fixtures that start the real Claude Code CLI.
+SLOW_FIXTURES = {"cli"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`browser` for tests/browser/, `slow` for real processes: `pytest -m "not browser and
+    not slow"` is the fast loop, and plain `pytest` still runs everything."""
+    for item in items:
+        path = item.path
+        if "browser" in path.parts:
+            item.add_marker(pytest.mark.browser)
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if path.name in SLOW_MODULES or fixtures & SLOW_FIXTURES:
+            item.add_marker(pytest.mark.slow)
