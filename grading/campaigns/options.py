@@ -10,7 +10,7 @@ from typing import Any
 from grading.evaluating import claude_code
 from grading.evaluating.harness import Harness, MessagesHarness
 from grading.evaluating.runner import Settings
-from grading.evaluating.sandbox import sandbox_problem
+from grading.sandbox import sandbox_problem
 
 COULD_NOT_RUN = 2
 REGRESSION = 1

@@ -22,7 +22,7 @@ from django.db import DatabaseError, connection
 
 from grading.evaluating.plan import Plan
 from grading.evaluating.runner import Runner
-from grading.evaluating.sandbox import unsandboxed
+from grading.sandbox import unsandboxed
 
 from .models import QueuedIteration
 from .options import CampaignOptions

@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from grading.sandbox import hostfiles
+from grading.sandbox.hostfiles import SKILL_MD_MAX_BYTES
 from runs.importing.definitions import parse_evals_json, parse_skill_md
 from runs.importing.errors import ImportFailure
 from runs.importing.jsonfiles import read_text
@@ -20,8 +22,6 @@ from runs.names import (
 )
 from runs.untrusted_git import GitError
 
-from . import hostfiles
-from .hostfiles import SKILL_MD_MAX_BYTES
 from .skillgit import skill_md_at
 from .taskdir import FixtureError, fixture_sources
 

@@ -23,6 +23,7 @@ from typing import Any
 import anthropic
 
 from grading.graders.judge import JudgeUnavailable
+from grading.sandbox import SandboxError, unsandboxed
 from runs.importing import import_workspace
 from runs.importing.checks import recomputed_benchmark, validity_warnings
 from runs.importing.eval_magic import read_iteration
@@ -40,7 +41,6 @@ from .plan import (
     RunPlan,
     read_definition,
 )
-from .sandbox import SandboxError, unsandboxed
 from .taskdir import build_template, copy_template
 
 log = logging.getLogger(__name__)

@@ -21,6 +21,9 @@ from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 
+from grading import sandbox
+from grading.sandbox import hostfiles
+from grading.sandbox.hostfiles import SKILL_MD_MAX_BYTES
 from runs.untrusted_git import (
     BLOB_MODES,
     GitError,
@@ -30,9 +33,6 @@ from runs.untrusted_git import (
     open_repository,
     safe_name,
 )
-
-from . import hostfiles, sandbox
-from .hostfiles import SKILL_MD_MAX_BYTES
 
 #: git reads a few objects: far below an agent command's limits.
 GIT_LIMITS = sandbox.Limits(

@@ -12,7 +12,8 @@ import shutil
 import subprocess
 from pathlib import Path, PurePosixPath
 
-from . import hostfiles
+from grading.sandbox import hostfiles
+
 from .tools import safe_environment
 
 GIT_IDENTITY = [

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grading import sandbox
 from grading.graders.command import command_environment
 from grading.graders.rustregex import RustRegexError, compile_rust_bounded
 
-from . import sandbox
 from .tooldefs import tool_definitions as tool_definitions  # the tools and their shapes
 from .toolfiles import MAX_FILE_BYTES as MAX_FILE_BYTES
 from .toolfiles import ToolError, read_file, searchable, write_file

@@ -1,7 +1,7 @@
 """`command_check`: an eval author's shell command run in the task folder after the agent.
 
 The command is the eval author's, but what it runs is the agent's work (its tests, its
-scripts), so it runs in the sandbox (grading/evaluating/sandbox.py) like the agent's Bash: the
+scripts), so it runs in the sandbox (grading/sandbox/) like the agent's Bash: the
 task folder the only writable place, no network, limits, and an environment that is the
 sandbox's allow-list plus the assertion's `env` and matrix cell — nothing inherited from
 runevals, whose environment holds the API key and the site's secrets.
@@ -18,7 +18,8 @@ from typing import Any
 
 import regex
 
-from grading.evaluating import hostfiles, sandbox
+from grading import sandbox
+from grading.sandbox import hostfiles
 
 from .rustregex import RustRegexError, compile_rust_bounded
 from .verdict import Verdict

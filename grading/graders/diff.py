@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grading.evaluating import hostfiles, sandbox
+from grading import sandbox
+from grading.sandbox import hostfiles
 
 from .verdict import Verdict
 

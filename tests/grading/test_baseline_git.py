@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from grading.evaluating import sandbox
+from grading import sandbox
 from grading.evaluating.agent import AgentResult, AgentSettings
 from grading.evaluating.claude_code import stage_skill
 from grading.evaluating.harness import Dispatch

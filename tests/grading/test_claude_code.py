@@ -22,7 +22,8 @@ import jsonschema
 import pytest
 from django.core.management import call_command
 
-from grading.evaluating import claude_code, sandbox
+from grading import sandbox
+from grading.evaluating import claude_code
 from grading.evaluating.agent import AgentResult, AgentSettings
 from grading.evaluating.apiproxy import ApiProxy
 from grading.evaluating.claude_code import (

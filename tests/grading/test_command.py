@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from grading.evaluating import sandbox
+from grading import sandbox
 from grading.graders import command
 from grading.graders.command import command_check, matrix_cells
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from grading.evaluating import hostfiles, sandbox
+from grading import sandbox
 from grading.evaluating.agent import AgentResult, AgentSettings
 from grading.evaluating.claude_code.staging import stage_skill
 from grading.evaluating.harness import Dispatch
@@ -28,6 +28,7 @@ from grading.evaluating.plan import read_skill
 from grading.evaluating.taskdir import build_template
 from grading.graders.command import command_check
 from grading.graders.diff import measure_diff
+from grading.sandbox import hostfiles
 from runs.models import Run
 from tests.factories import write_json
 from tests.fakeapi import FakeAnthropic, RecordedRequest, reply, tool_use

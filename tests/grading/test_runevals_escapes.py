@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from grading.evaluating import sandbox, tools
+from grading import sandbox
+from grading.evaluating import tools
 from grading.evaluating.plan import PlanError, check_folder_names
 from runs.models import Run
 from tests.factories import write_json

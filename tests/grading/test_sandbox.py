@@ -1,4 +1,4 @@
-"""The sandbox around everything an agent or an eval's command runs (grading/evaluating/sandbox.py).
+"""The sandbox around everything an agent or an eval's command runs (grading/sandbox/).
 
 Each test runs a real command in a real bubblewrap sandbox and checks, from the host, what it
 could see, touch and leave behind.
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from grading.evaluating import bwrap, sandbox
-from grading.evaluating.sandbox import Limits, allowed_environment, kill_tree, run, spawn
+from grading import sandbox
+from grading.sandbox import Limits, allowed_environment, bwrap, kill_tree, run, spawn
 
 PROJECT = Path(__file__).resolve().parents[2]
 SECRETS = {

@@ -13,10 +13,11 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from grading import sandbox
 from grading.graders.rustregex import rust_search
+from grading.sandbox import hostfiles
 from runs.untrusted_git import GitError
 
-from .. import hostfiles, sandbox
 from ..agent import AgentResult, Conversation
 from ..apiproxy import ApiProxy, Lease
 from ..harness import Dispatch

@@ -7,7 +7,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from .. import hostfiles
+from grading.sandbox import hostfiles
+
 from ..harness import Dispatch
 from ..skillgit import export_skill_at
 

@@ -20,7 +20,7 @@ from grading.campaigns.options import CampaignError, CampaignOptions
 from grading.campaigns.workflow import enqueue, plan_skills, run_here, wait
 from grading.evaluating import claude_code
 from grading.evaluating.runner import RunOutcome, Settings
-from grading.evaluating.sandbox import sandbox_problem
+from grading.sandbox import sandbox_problem
 from runs.management.progress import CommandProgress
 
 
