@@ -53,6 +53,7 @@ def test_importworkspace_fails_with_a_one_line_error(tmp_path: Path) -> None:
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.slow  # a fresh interpreter per command
 def test_importworkspace_exits_non_zero_from_the_shell(tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -121,6 +122,7 @@ def test_the_sample_exercises_what_the_dashboard_must_show() -> None:
     assert Run.objects.filter(final_message__contains="<script>").exists()  # escaping
 
 
+@pytest.mark.slow  # a fresh interpreter per command
 def test_quickstart_leaves_a_private_env_file_that_later_commands_read(
     tmp_path: Path, settings
 ) -> None:
