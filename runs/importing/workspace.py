@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -86,6 +87,32 @@ def import_roots(
     progress: Progress | None = None,
 ) -> ImportReport:
     """Import already materialised folders (see `import_workspace`)."""
+    with _collector_paused():
+        return _import_roots(roots, dry_run=dry_run, keep_going=keep_going, progress=progress)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the import: parsing and writing a 6,000-run
+    iteration allocates millions of objects, none in cycles worth finding, and its passes
+    over them cost ~1.3 s of 7 s of CPU (15 MB more at the peak). Reference counting still
+    frees everything; the collector resumes after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _import_roots(
+    roots: list[ImportRoot],
+    *,
+    dry_run: bool,
+    keep_going: bool,
+    progress: Progress | None,
+) -> ImportReport:
     report = ImportReport(dry_run=dry_run)
     units: list[_Unit] = []
     documents: dict[Path, Any] = {}
