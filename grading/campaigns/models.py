@@ -19,10 +19,10 @@ from django.db.models import Count, Exists, F, Max, OuterRef, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from grading.evaluating.plan import RunPlan
 from runs.models.fields import JSONField
 
 if TYPE_CHECKING:
+    from grading.evaluating.plan import RunPlan
     from grading.evaluating.runner import RunOutcome
 
 
@@ -234,6 +234,10 @@ class QueuedRun(models.Model):
         return f"{self.iteration} {self.plan_run().relpath}"
 
     def plan_run(self) -> RunPlan:
+        # Imported here: every process loads this models module at start-up, and the
+        # planner (with the importer and the graders behind it) costs 0.25 s to import.
+        from grading.evaluating.plan import RunPlan
+
         return RunPlan(self.eval_id, self.condition, self.run_index, self.multi)
 
     def outcome(self) -> RunOutcome:
