@@ -16,6 +16,8 @@ from celery import Task, shared_task
 from celery.signals import worker_init, worker_ready
 from django.conf import settings
 
+import evalsite.celery  # noqa: F401  the app these tasks bind to, loaded with them
+
 from . import execute, recovery
 from .worker import clean_lost_scratch
 
