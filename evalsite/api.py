@@ -10,8 +10,7 @@ from accounts.auth import docs_access
 from grading.api import router as review_router
 from grading.reviewing import ReviewError
 from runs.api import router as results_router
-from runs.importing import ImportFailure
-from runs.importing.uploads import UploadTooLarge
+from runs.importing import ImportFailure, UploadTooLarge
 from runs.search.api import router as search_router
 
 api = NinjaAPI(

@@ -14,8 +14,8 @@ from django.db.models import Count, F, IntegerField, Sum
 from django.db.models.functions import Cast, Coalesce
 
 from . import stats
-from .importing.eval_magic import DEFAULT_ORDER
 from .models import AssertionResult, Iteration, Run
+from .roles import DEFAULT_ORDER
 from .warnings import messages
 
 

@@ -23,6 +23,13 @@ CONDITION_ROLES: dict[str, Role] = {
 }
 
 
+#: eval-magic's own ordering of conditions_compared, by mode.
+DEFAULT_ORDER: dict[str, list[str]] = {
+    "new-skill": ["with_skill", "without_skill"],
+    "revision": ["old_skill", "new_skill"],
+}
+
+
 def role_for_condition(name: str) -> Role:
     """The role of a condition name: treatment, control or other."""
     return CONDITION_ROLES.get(name, Role.OTHER)

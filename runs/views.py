@@ -20,9 +20,15 @@ from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
-from .importing import ImportFailure
-from .importing.report import ImportReport
-from .importing.uploads import Staged, UploadTooLarge, import_staged, import_upload, stage_upload
+from .importing import (
+    ImportFailure,
+    ImportReport,
+    Staged,
+    UploadTooLarge,
+    import_staged,
+    import_upload,
+    stage_upload,
+)
 from .models import Condition, Generation, Iteration, Review, Run, Skill
 from .names import findable
 from .outcomes import eval_magic_benchmark

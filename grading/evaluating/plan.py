@@ -9,10 +9,13 @@ from typing import Any
 
 from grading.sandbox import hostfiles
 from grading.sandbox.hostfiles import SKILL_MD_MAX_BYTES
-from runs.importing.definitions import parse_evals_json, parse_skill_md
-from runs.importing.errors import ImportFailure
-from runs.importing.jsonfiles import read_text
-from runs.importing.records import EvalDefinition
+from runs.importing import (
+    EvalDefinition,
+    ImportFailure,
+    parse_evals_json,
+    parse_skill_md,
+    read_text,
+)
 from runs.names import (
     InvalidName,
     shown,

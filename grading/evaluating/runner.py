@@ -24,11 +24,7 @@ import anthropic
 
 from grading.graders.judge import JudgeUnavailable
 from grading.sandbox import SandboxError, unsandboxed
-from runs.importing import import_workspace
-from runs.importing.checks import recomputed_benchmark, validity_warnings
-from runs.importing.eval_magic import read_iteration
-from runs.importing.tree import read_tree
-from runs.warnings import messages
+from runs.importing import import_workspace, iteration_benchmark
 
 from .agent import AgentResult, AgentSettings
 from .folders import SkillLock, iteration_folders, unfinished_iteration
@@ -353,23 +349,17 @@ class Runner:
     def finish(self, folder: Path) -> None:
         """benchmark.json from the graded runs, with evalsite's validity warnings."""
         shutil.rmtree(folder / ".partial", ignore_errors=True)
-        tree = read_tree(folder, display=str(folder))
-        parsed = read_iteration(
-            tree,
+        benchmark = iteration_benchmark(
+            folder,
             skill_name=self.plan.skill.name,
-            label=folder.name,
             definitions=self.plan.definitions,
-        )
-        compared = [c.name for c in self.plan.conditions]
-        benchmark = recomputed_benchmark(
-            parsed,
-            {
-                "conditions_compared": compared,
+            meta={
+                "conditions_compared": [c.name for c in self.plan.conditions],
                 "generated": _now(),
                 "baseline": self.plan.baseline_label,
             },
         )
-        warnings = messages(validity_warnings(parsed))  # benchmark.json holds sentences
+        warnings = benchmark["validity_warnings"]  # benchmark.json holds sentences
         found = self.settings.harness.finish_iteration(folder)
         benchmark["validity_warnings"] = warnings + [w for w in found if w not in warnings]
         _write_json(folder / "benchmark.json", benchmark)

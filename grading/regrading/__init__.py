@@ -41,8 +41,8 @@ from django.conf import settings
 from django.db.models import QuerySet
 
 from grading.graders.meta import SKILL_INVOKED_ID
-from runs.importing.checks import MAX_NAMED
 from runs.models import EvalCase, Iteration, IterationNotFound, Run, RunStatus
+from runs.warnings import MAX_NAMED
 
 from .planning import grade_runs, judge_record
 from .report import JudgeFailed, JudgeNeeded, Progress, RegradeError, RegradeReport

@@ -16,7 +16,7 @@ from grading.graders.diff import DiffMeasurement, diff_scope
 from grading.graders.judge import JudgeUnavailable, llm_judge
 from grading.graders.meta import SKILL_INVOKED_ID, skill_check_applies, skill_invoked_check
 from grading.graders.transcript import transcript_check
-from runs.importing.checks import run_name
+from runs.importing import run_name
 from runs.models import AssertionResult, Grading, Iteration, Run
 
 from .report import JudgeFailed, Planned, Progress, RegradeReport

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from grading.graders.grade import summarise
 from grading.graders.meta import SKILL_INVOKED_ID
-from runs.importing.checks import MAX_NAMED, run_name
+from runs.importing import run_name
 from runs.models import (
     AssertionResult,
     Generation,
@@ -25,7 +25,7 @@ from runs.models import (
     RunStatus,
 )
 from runs.search.index import index_runs
-from runs.warnings import ValidityWarning, without
+from runs.warnings import MAX_NAMED, ValidityWarning, without
 
 from .planning import multi_run_cells
 from .report import Planned, RegradeReport

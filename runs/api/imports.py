@@ -13,8 +13,7 @@ from ninja.files import UploadedFile
 
 from accounts.auth import WRITE_AUTH
 
-from ..importing import ImportFailure, ImportReport
-from ..importing.uploads import import_files, import_upload
+from ..importing import ImportFailure, ImportReport, import_files, import_upload
 from .schemas import ErrorOut, ImportOut
 
 router = Router(tags=["results"], auth=WRITE_AUTH)

@@ -6,11 +6,11 @@ import re
 from typing import Any
 
 from runs.models import SourceKind
+from runs.roles import DEFAULT_ORDER
 
 from . import jsonfiles
 from .errors import ImportFailure
 from .eval_magic import (
-    DEFAULT_ORDER,
     eval_magic_grading,
     parse_timestamp,
     resolve_definitions,

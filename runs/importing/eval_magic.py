@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from runs.models import SourceKind
+from runs.roles import DEFAULT_ORDER
 from runs.warnings import ValidityWarning
 
 from . import jsonfiles
@@ -26,11 +27,6 @@ RUN_DIR = re.compile(r"^run-(\d+)$")
 #: Files that make a folder a run (grading alone is enough: promoted copies have only that).
 RUN_FILES = ("grading.json", "run.json", "conversation.json", "timing.json", "error.json")
 FINDINGS = ("stray-writes", "guard-denials", "permission-denials")
-#: eval-magic's own ordering of conditions_compared, by mode.
-DEFAULT_ORDER = {
-    "new-skill": ["with_skill", "without_skill"],
-    "revision": ["old_skill", "new_skill"],
-}
 
 
 def parse_timestamp(value: Any, *, display: str, pointer: str) -> datetime | None:
