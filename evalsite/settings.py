@@ -201,6 +201,12 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+SUPPORTED_ENGINES = {"django.db.backends.sqlite3", "django.db.backends.postgresql"}
+if DATABASES["default"]["ENGINE"] not in SUPPORTED_ENGINES:
+    raise ImproperlyConfigured(
+        f"DATABASE_URL names {DATABASES['default']['ENGINE']}; evalsite runs on SQLite "
+        "(sqlite:///path) or PostgreSQL (postgres://user:password@host/name)"
+    )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the dashboard read while an import or runevals writes.
     DATABASES["default"].setdefault("OPTIONS", {})["init_command"] = (

@@ -8,8 +8,9 @@ The owner of an iteration, first match wins (SPEC §3.6):
 3. the nearest `<x>-workspace/` around it → the skill folder named `x` anywhere in the import;
 4. the import's only skill folder;
 5. the skill its results name, although no folder of the import has that name;
-6. after evals.json's `skill_name` (read by the importer): a benchmark's non-placeholder
-   `metadata.skill_name` from any iteration of the same workspace, then the folder name
+6. after evals.json's `skill_name` (read by the importer): a benchmark's
+   `metadata.skill_name` (not the template's `<skill-name>`) from any iteration of the same
+   workspace, then the folder name
    (`<x>-workspace` → `x`, past generic names such as `workspace/` or `evals/`).
 A `SKILL.md` inside an iteration, an eval, a snapshot or a workspace (`*-workspace`, or a
 stub whose `name` ends in `-workspace`) never makes a skill. Labels are the iteration
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .naming import Names, skill_folders
-from .placement import PLACEHOLDER, RESULT_FILES, Placement, workspace_folder_name
+from .placement import RESULT_FILES, TEMPLATE_VALUE, Placement, workspace_folder_name
 from .walk import excluded, natural_key
 
 #: Folder names that say what a folder holds, not whose it is.
@@ -230,7 +231,7 @@ class _Owners:
             data = self.names.benchmark(path)
             metadata = data.get("metadata") if isinstance(data, dict) else None
             name = metadata.get("skill_name") if isinstance(metadata, dict) else None
-            if isinstance(name, str) and name.strip() and not PLACEHOLDER.match(name):
+            if isinstance(name, str) and name.strip() and not TEMPLATE_VALUE.match(name):
                 return name.strip()
         return None
 

@@ -21,14 +21,14 @@ is every result file in a format evalsite does not read.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 
-from .tree import ARTEFACT_DIR
+from .errors import ImportFailure
+from .tree import ARTEFACT_DIR, read_head, read_result_file
 from .walk import (
     MAX_DEPTH,
     RUN_DIR,
@@ -47,7 +47,7 @@ AUTHOR_GRADING = re.compile(r"^eval-(.+)-grading\.json$")
 #: Folders inside an eval folder that are never configurations.
 NOT_CONFIGURATIONS = {"outputs", "inputs", "files"}
 #: Template values skill-creator leaves where an agent did not fill a field in ("<model>").
-PLACEHOLDER = re.compile(r"^\s*<[^<>]*>\s*$")
+TEMPLATE_VALUE = re.compile(r"^\s*<[^<>]*>\s*$")
 ITERATION_NAME = re.compile(r"^iteration", re.IGNORECASE)
 #: Result files in formats evalsite does not read, and what they are.
 UNREAD_FORMATS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -162,10 +162,10 @@ def _drop_unread_benchmarks(found: Placement) -> None:
             AUTHOR_GRADING.match(name) for d in listing.dirs for name in _files(found, path / d)
         ):
             continue
+        file = path / "benchmark.json"
         try:
-            with open(path / "benchmark.json", "rb", opener=_no_follow) as handle:
-                data = orjson.loads(handle.read())
-        except (OSError, orjson.JSONDecodeError):
+            data = orjson.loads(read_result_file(file, display=str(file)))
+        except (ImportFailure, orjson.JSONDecodeError):
             continue  # the reader names a benchmark.json it cannot read
         if isinstance(data, dict) and isinstance(data.get("runs"), list):
             continue
@@ -248,9 +248,8 @@ def _place_run(found: Placement, run: Path, config: Path) -> None:
 
 def _looks_like_grading(path: Path) -> bool:
     try:
-        with open(path, "rb", opener=_no_follow) as handle:
-            head = handle.read(1 << 16)
-    except OSError:
+        head = read_head(path, 1 << 16)
+    except ImportFailure:
         return False
     return b'"expectations"' in head or b'"assertion_results"' in head
 
@@ -289,14 +288,9 @@ def _drop_nested(found: Placement) -> None:
 def _is_eval_magic_benchmark(path: Path) -> bool:
     """eval-magic's benchmark names its two conditions; skill-creator's has runs[]/metadata."""
     try:
-        with open(path, "rb", opener=_no_follow) as handle:
-            return b'"conditions_compared"' in handle.read(1 << 20)
-    except OSError:
+        return b'"conditions_compared"' in read_head(path, 1 << 20)
+    except ImportFailure:
         return False
-
-
-def _no_follow(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK)
 
 
 def _iteration_of(eval_folder: Path) -> Path:

@@ -35,7 +35,7 @@ from runs.warnings import ValidityWarning
 from .detect import NOT_CONFIGURATIONS, natural_key
 from .errors import ImportFailure
 from .eval_magic import parse_timestamp
-from .placement import PLACEHOLDER
+from .placement import TEMPLATE_VALUE
 from .records import (
     EvalDefinition,
     ParsedCondition,
@@ -104,8 +104,8 @@ def read_iteration(
         label=label,
         source_kind=SourceKind.SKILL_CREATOR,
         timestamp=timestamp,
-        # "<model-name>" is the template's placeholder: the model was not recorded.
-        agent_model="" if PLACEHOLDER.match(model) else model,
+        # "<model-name>" is the template's own text: the model was not recorded.
+        agent_model="" if TEMPLATE_VALUE.match(model) else model,
         harness="skill-creator",
         generated_at=parse_timestamp(
             timestamp, display=tree.shown("benchmark.json"), pointer="/metadata/timestamp"

@@ -135,7 +135,13 @@ def read_result_file(path: Path, *, display: str) -> bytes:
     return _read(str(path), display)
 
 
-def _read(path: str, display: str) -> bytes:
+def read_head(path: Path, limit: int) -> bytes:
+    """At most `limit` bytes from the start of a result file, opened as `_read` opens one:
+    enough to tell what a file is without reading a large one whole."""
+    return _read(str(path), str(path), limit=limit)
+
+
+def _read(path: str, display: str, *, limit: int | None = None) -> bytes:
     """A file's bytes; a file the importer may not read is one line, not a traceback.
 
     Opened without following a link and without blocking, and checked on the descriptor:
@@ -153,6 +159,8 @@ def _read(path: str, display: str) -> bytes:
             raise ImportFailure("is not a regular file; not read", path=display)
         # os.read, not a file object: a large tree has tens of thousands of small files,
         # and building a buffered reader for each was a quarter of read_tree's time.
+        if limit is not None:
+            return os.read(descriptor, limit)
         parts = [os.read(descriptor, info.st_size)] if info.st_size else []
         while chunk := os.read(descriptor, 1 << 20):  # a file that grew since its fstat
             parts.append(chunk)

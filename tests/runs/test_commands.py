@@ -183,3 +183,23 @@ def test_on_a_terminal_progress_is_a_bar_that_is_gone_when_done() -> None:
     assert "5/10" in shown and "…" + "x" * 39 in shown and "━" in shown
     assert "a finished run" in shown and "[5/10]" not in shown
     assert shown.endswith("\x1b[?25h\r\x1b[1A\x1b[2K")  # cursor shown again, bar line erased
+
+
+@pytest.mark.slow  # a fresh interpreter
+def test_a_database_evalsite_does_not_run_on_is_refused_by_name(tmp_path: Path) -> None:
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        capture_output=True,
+        text=True,
+        env={"SECRET_KEY": "x", "DATABASE_URL": "mysql://u:p@localhost/x", "PATH": "/usr/bin:/bin"},
+        cwd=Path(__file__).resolve().parents[2],
+    )
+
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "django.core.exceptions.ImproperlyConfigured: DATABASE_URL names "
+        "django.db.backends.mysql; evalsite runs on SQLite (sqlite:///path) or PostgreSQL "
+        "(postgres://user:password@host/name)"
+    )
