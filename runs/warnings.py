@@ -56,6 +56,10 @@ SENTENCES: dict[str, str] = {
         "eval id {eval_id!r} is used by {folders:and} for different evals: imported as "
         "distinct evals {ids:list}"
     ),
+    "benchmark-of-several-skills": (
+        "{file} describes the runs of several skills; its figures are not this skill's, so "
+        "they are recomputed from this skill's runs alone"
+    ),
     "benchmark-only-runs": (
         "{n} run(s) exist only in {file} (no run folder holds them) and were read from it: "
         "{cells:list}"

@@ -3,6 +3,8 @@ workspace for its many skills): its runs, the evals they ran and their reviews."
 
 from __future__ import annotations
 
+from runs.warnings import ValidityWarning
+
 from .records import ParsedIteration, ParsedRun
 
 BENCHMARK_RUN = "benchmark.json#"
@@ -43,6 +45,7 @@ def share_of(
     for position, condition in enumerate(parsed.conditions):
         condition.position = position
     if parsed.recorded_benchmark is not None:
-        parsed.extra["whole_iteration_benchmark"] = True
+        file = f"{parsed.source_path}/benchmark.json"
+        parsed.notices.append(ValidityWarning("benchmark-of-several-skills", {"file": file}))
         parsed.recorded_benchmark = None
     return parsed

@@ -159,6 +159,7 @@ def test_a_multi_skill_workspace_is_filed_per_skill_its_results_name(tmp_path: P
     }
     ggplot = Iteration.objects.get(skill__name="ggplot", label="iteration-1")
     assert set(Run.objects.filter(iteration=ggplot).values_list("eval_id", flat=True)) == {"1"}
+    assert [w["code"] for w in ggplot.validity_warnings] == ["benchmark-of-several-skills"]
 
 
 def test_benchmark_runs_name_the_skill_of_eval_folders_without_metadata(tmp_path: Path) -> None:
