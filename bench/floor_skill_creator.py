@@ -44,7 +44,7 @@ NOT_SLUG = re.compile(r"[^a-z0-9]+")
 
 
 def slugify(text: str) -> str:
-    """The importer's id for a free-text expectation (runs.assertions)."""
+    """The importer's id for a free-text expectation (runs.case_assertions)."""
     slug = NOT_SLUG.sub("-", text.lower()).strip("-")
     return slug[:80].rstrip("-") or "expectation"
 

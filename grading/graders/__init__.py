@@ -8,5 +8,5 @@ its grader; `grade.grade_run` grades a whole run.
 
 Import the modules themselves (`grading.graders.grade`, `.transcript`, …): this package
 re-exports nothing, so that a caller needing one grader does not load the Anthropic SDK
-that `judge` needs. An eval's assertions are normalised by `runs.assertions`.
+that `judge` needs. An eval's assertions are normalised by `runs.case_assertions`.
 """

@@ -20,7 +20,7 @@ from typing import Any
 
 import anthropic
 
-from runs.assertions import judge_rubric
+from runs.case_assertions import judge_rubric
 
 from .command import DEFAULT_TIMEOUT_SECONDS, command_check
 from .diff import PATCH_NAME, DiffError, DiffMeasurement, diff_scope, measure_diff

@@ -15,7 +15,7 @@ from typing import Any
 
 import anthropic
 
-from runs.assertions import judge_rubric
+from runs.case_assertions import judge_rubric
 
 from .transcript import render_invocation
 from .verdict import Verdict

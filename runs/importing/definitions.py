@@ -6,7 +6,7 @@ from typing import Any
 
 # One normalisation of assertions and expectation ids, shared with the graders (which must
 # not need Django): a regraded run's results then line up with imported ones.
-from runs.assertions import case_assertions
+from runs.case_assertions import case_assertions
 from runs.warnings import ValidityWarning
 
 from . import jsonfiles

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from runs.assertions import case_assertions, unique_slugs
+from runs.case_assertions import case_assertions, unique_slugs
 from runs.warnings import ValidityWarning
 
 from . import jsonfiles

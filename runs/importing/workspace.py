@@ -20,6 +20,7 @@ from runs.models import EvalCase, Generation
 from runs.warnings import ValidityWarning
 
 from . import baseline, eval_magic, skill_creator
+from .analyze import refresh_after_import
 from .archives import archive_kind, extract_archive
 from .columns import record_from_row
 from .definitions import read_evals_hint, read_skill_definitions
@@ -28,7 +29,6 @@ from .errors import ImportFailure
 from .records import EvalDefinition, ParsedIteration, SkillDefinitions
 from .report import ImportReport
 from .shares import share_of
-from .statistics import refresh_after_import
 from .tree import read_result_file, read_tree
 from .writer import Writer
 

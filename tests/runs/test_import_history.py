@@ -28,7 +28,6 @@ from tests.hostile_git import GIT_ENV, arm, make_partial_clone
 pytestmark = pytest.mark.django_db
 
 
-
 class Clone:
     """A git repository built commit by commit, one day apart."""
 

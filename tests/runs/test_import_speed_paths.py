@@ -39,4 +39,3 @@ def test_new_ids_never_reuse_those_of_deleted_runs(tmp_path: Path) -> None:
     import_workspace([folder])
 
     assert min(Run.objects.values_list("pk", flat=True)) > highest
-

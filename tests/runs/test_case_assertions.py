@@ -8,8 +8,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runs import assertions
-from runs.assertions import case_assertions, judge_rubric
+from runs import case_assertions as assertions
+from runs.case_assertions import case_assertions, judge_rubric
 from runs.importing import definitions
 
 
