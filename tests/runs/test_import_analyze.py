@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from runs.importing import import_workspace, statistics
+from runs.importing import analyze, import_workspace
 from runs.models import Run
 from tests.factories import eval_magic_iteration
 
@@ -26,8 +26,8 @@ def test_an_import_over_the_threshold_analyses_the_result_tables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[int] = []
-    real = statistics.refresh_after_import
-    monkeypatch.setattr(statistics, "RUNS_WORTH_ANALYSING", 2)
+    real = analyze.refresh_after_import
+    monkeypatch.setattr(analyze, "RUNS_WORTH_ANALYSING", 2)
     monkeypatch.setattr(
         "runs.importing.workspace.refresh_after_import",
         lambda n: calls.append(n) or real(n),
@@ -44,4 +44,4 @@ def test_an_import_over_the_threshold_analyses_the_result_tables(
 
 
 def test_a_small_import_leaves_the_statistics_to_the_database() -> None:
-    assert statistics.refresh_after_import(statistics.RUNS_WORTH_ANALYSING - 1) is False
+    assert analyze.refresh_after_import(analyze.RUNS_WORTH_ANALYSING - 1) is False
