@@ -110,7 +110,7 @@ COLUMNS = {
         "skill_called",
         "content_hash",
     ),
-    "grading_grading": (
+    "runs_grading": (
         "id",
         "run_id",
         "format",
@@ -126,7 +126,7 @@ COLUMNS = {
         "has_meta_summary",
         "extra",
     ),
-    "grading_assertionresult": (
+    "runs_assertionresult": (
         "id",
         "grading_id",
         "assertion_id",
@@ -618,8 +618,8 @@ class Floor:
         for row in run_rows:
             row[3] = case_ids[row[3]]
         self.tables["runs_run"].insert(map(tuple, run_rows))
-        self.tables["grading_grading"].insert(grading_rows)
-        self.tables["grading_assertionresult"].insert(result_rows)
+        self.tables["runs_grading"].insert(grading_rows)
+        self.tables["runs_assertionresult"].insert(result_rows)
         self.tables["search_searchdocument"].insert(search_rows)
 
     def conditions(

@@ -295,8 +295,8 @@ class SkillCreatorFloor:
                     )
                 )
         self.tables["runs_run"].insert(run_rows)
-        self.tables["grading_grading"].insert(grading_rows)
-        self.tables["grading_assertionresult"].insert(result_rows)
+        self.tables["runs_grading"].insert(grading_rows)
+        self.tables["runs_assertionresult"].insert(result_rows)
         self.tables["search_searchdocument"].insert(search_rows)
 
     def outputs(

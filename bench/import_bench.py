@@ -89,8 +89,8 @@ TABLES = (
     "runs_iteration",
     "runs_condition",
     "runs_run",
-    "grading_grading",
-    "grading_assertionresult",
+    "runs_grading",
+    "runs_assertionresult",
     "search_searchdocument",
 )
 

@@ -11,7 +11,7 @@ times over, in a subprocess with DJANGO_SETTINGS_MODULE=evalsite.settings:
 (a) `runs.overview.trend_points(skill)`: everything the skill page's charts need (per
     iteration and condition: clustered score with its interval, paired delta with its
     p-value, invocation rate, cost), computed through `summarise_iterations`;
-(b) the floor: ONE raw SQL query over runs_run JOIN runs_condition JOIN grading_grading
+(b) the floor: ONE raw SQL query over runs_run JOIN runs_condition JOIN runs_grading
     returning per-(iteration, condition, eval) sums of passes and runs for that skill,
     every row fetched. No statistics can be computed from less.
 
@@ -62,7 +62,7 @@ SELECT r.iteration_id, c.name, r.eval_id,
        SUM(g.passed) AS passes, SUM(g.pass_rate) AS pass_rate_sum, COUNT(*) AS runs
 FROM runs_run r
 JOIN runs_condition c ON c.id = r.condition_id
-JOIN grading_grading g ON g.run_id = r.id
+JOIN runs_grading g ON g.run_id = r.id
 WHERE r.iteration_id IN (SELECT id FROM runs_iteration WHERE skill_id = %s)
 GROUP BY r.iteration_id, c.name, r.eval_id
 """

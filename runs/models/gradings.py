@@ -1,8 +1,8 @@
 """Gradings, assertion results and human reviews of runs (SPEC §2).
 
 They are the runs' evidence, which the importer writes and every page and statistic reads,
-so they live with the runs; the `grading` app's workflows (regrade, review) change them.
-Their tables keep the names they had in that app.
+so they live with the runs (grading → runs: the graders, regrade and review import them;
+nothing in runs imports grading).
 """
 
 from __future__ import annotations
@@ -54,7 +54,6 @@ class Grading(models.Model):
     regraded = JSONField(null=True, blank=True)
 
     class Meta:
-        db_table = "grading_grading"
         indexes = [models.Index(fields=["skill_invoked"])]
 
     def __str__(self) -> str:
@@ -104,7 +103,6 @@ class AssertionResult(models.Model):
     judge_model = models.CharField(max_length=200, blank=True, default="", db_default="")
 
     class Meta:
-        db_table = "grading_assertionresult"
         ordering = ["grading_id", "is_meta", "position"]
         constraints = [
             models.UniqueConstraint(
@@ -147,7 +145,6 @@ class GradingHistory(models.Model):
     snapshot = JSONField()
 
     class Meta:
-        db_table = "grading_gradinghistory"
         ordering = ["run_id", "replaced_at", "id"]
         verbose_name_plural = "grading history"
 
@@ -186,7 +183,6 @@ class Review(models.Model):
     created_at = models.DateTimeField()
 
     class Meta:
-        db_table = "grading_review"
         ordering = ["run_id", "created_at"]
         constraints = [
             models.CheckConstraint(

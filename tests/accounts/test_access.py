@@ -21,9 +21,8 @@ from django.utils import timezone
 from accounts.models import ApiToken, ShareLink
 from accounts.sharing import share_view
 from grading.campaigns.models import Campaign
-from grading.models import AssertionResult
 from runs.importing import import_workspace
-from runs.models import Run
+from runs.models import AssertionResult, Run
 
 pytestmark = pytest.mark.django_db
 

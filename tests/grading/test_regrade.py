@@ -13,11 +13,10 @@ from django.core.cache import cache
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from grading.models import AssertionResult, Grading, GradingHistory, Review
 from grading.regrading import regrade_iteration
 from grading.reviewing import override
 from runs.importing import import_workspace
-from runs.models import Iteration, Run
+from runs.models import AssertionResult, Grading, GradingHistory, Iteration, Review, Run
 from runs.warnings import messages
 from tests.factories import (
     eval_magic_iteration,

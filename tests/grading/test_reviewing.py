@@ -7,11 +7,10 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from grading.models import AssertionResult, Review
 from grading.reviewing import ReviewError, override
 from runs.analysis import summarise_iterations
 from runs.importing import import_workspace
-from runs.models import Iteration, Run
+from runs.models import AssertionResult, Iteration, Review, Run
 from runs.outcomes import eval_magic_benchmark
 from runs.warnings import messages
 from tests.factories import eval_magic_iteration

@@ -18,8 +18,7 @@ from grading.evaluating.folders import SkillLock
 from grading.evaluating.harness import Dispatch, MessagesHarness
 from grading.evaluating.plan import make_plan
 from grading.evaluating.runner import Runner, Settings
-from grading.models import Grading
-from runs.models import Iteration, Run
+from runs.models import Grading, Iteration, Run
 from runs.warnings import messages
 from tests.factories import WRITE_NOTES_EVAL, write_json
 from tests.fakeapi import (

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from grading.models import AssertionResult, Grading, Review
 from runs.importing import ImportFailure, import_workspace
-from runs.models import Condition, EvalCase, Iteration, Run, Skill
+from runs.models import AssertionResult, Condition, EvalCase, Grading, Iteration, Review, Run, Skill
 
 MODELS = [Skill, EvalCase, Iteration, Condition, Run, Grading, AssertionResult, Review]
 

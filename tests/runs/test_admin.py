@@ -7,8 +7,7 @@ from django.core.management import call_command
 from django.test import TestCase
 from django.urls import reverse
 
-from grading.models import AssertionResult, Grading, Review
-from runs.models import EvalCase, Iteration, Run, Skill
+from runs.models import AssertionResult, EvalCase, Grading, Iteration, Review, Run, Skill
 
 MODELS = [Skill, EvalCase, Iteration, Run, Grading, AssertionResult, Review]
 

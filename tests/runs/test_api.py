@@ -11,10 +11,9 @@ import pytest
 from django.test import Client
 
 from accounts.models import ApiToken
-from grading.models import AssertionResult, Grading, Review
 from runs.analysis import summarise_iterations
 from runs.importing import import_workspace
-from runs.models import EvalCase, Iteration, Run, Skill
+from runs.models import AssertionResult, EvalCase, Grading, Iteration, Review, Run, Skill
 from runs.outcomes import eval_magic_benchmark
 from tests.factories import eval_magic_iteration, write_json
 

@@ -16,9 +16,8 @@ from django.core.management import CommandError, call_command
 from django.core.management.base import OutputWrapper
 
 from evalsite.settings import read_env_file
-from grading.models import AssertionResult, Grading
 from runs.management.progress import CommandProgress
-from runs.models import EvalCase, Iteration, Run, Skill
+from runs.models import AssertionResult, EvalCase, Grading, Iteration, Run, Skill
 from tests.factories import eval_magic_iteration
 
 pytestmark = pytest.mark.django_db

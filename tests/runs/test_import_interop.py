@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from grading.models import Grading
 from runs.importing import import_workspace
-from runs.models import EvalCase, Iteration, Run, Skill
+from runs.models import EvalCase, Grading, Iteration, Run, Skill
 from runs.warnings import messages
 
 pytestmark = pytest.mark.django_db

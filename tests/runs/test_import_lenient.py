@@ -10,11 +10,10 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from grading.models import Grading, Review
 from runs.importing import ImportFailure, import_workspace
 from runs.importing.skill_creator import read_iteration
 from runs.importing.tree import read_tree
-from runs.models import EvalCase, Iteration, Run
+from runs.models import EvalCase, Grading, Iteration, Review, Run
 from runs.warnings import messages
 from tests.factories import skill_creator_iteration, write_json
 

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from grading.models import Grading, Review
 from runs.importing import ImportFailure, import_workspace
-from runs.models import EvalCase, Iteration, Run
+from runs.models import EvalCase, Grading, Iteration, Review, Run
 from tests.factories import skill_creator_iteration, write_json
 
 pytestmark = pytest.mark.django_db

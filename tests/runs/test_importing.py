@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from grading.models import AssertionResult, Grading
 from runs.importing import import_workspace
-from runs.models import Condition, EvalCase, Iteration, Run, Skill
+from runs.models import AssertionResult, Condition, EvalCase, Grading, Iteration, Run, Skill
 from tests.factories import eval_magic_iteration, skill_folder, write_json
 
 pytestmark = pytest.mark.django_db

@@ -16,10 +16,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from grading.models import AssertionResult
 from grading.reviewing import add_note, override
 from runs.importing import import_workspace
-from runs.models import EvalCase, Iteration, Run, Skill
+from runs.models import AssertionResult, EvalCase, Iteration, Run, Skill
 from tests.admin_forms import admin_save
 from tests.factories import eval_magic_iteration
 

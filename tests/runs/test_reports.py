@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from grading.models import AssertionResult
 from runs import stats
 from runs.importing import import_workspace
-from runs.models import Iteration
+from runs.models import AssertionResult, Iteration
 from runs.outcomes import assertion_outcomes, assertion_tallies
 
 pytestmark = pytest.mark.django_db

@@ -14,10 +14,9 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from grading.models import AssertionResult
 from grading.reviewing import add_note, override
 from runs.importing import import_workspace
-from runs.models import Iteration, Run, Skill
+from runs.models import AssertionResult, Iteration, Run, Skill
 from runs.search import searching
 from runs.search.models import SearchDocument
 from runs.search.query import QueryError, parse_query
