@@ -4,8 +4,8 @@ An override never changes what the grader said (`AssertionResult.passed`): it re
 when and why in a `Review`, sets `AssertionResult.override_passed`, and moves the grading's
 pass counts (which every statistic reads) by the difference, keeping the graded summary in
 `Grading.original_summary`. The iteration then carries a validity warning saying that its
-statistics include overrides. Every note and override starts a new dashboard generation
-(`runs.models.Generation`), so every cached page shows it at once.
+statistics include overrides. Every note and override ends with `runs.changes.changed`, so
+search and every cached page show it at once.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from runs.models import AssertionResult, Generation, Grading, Iteration, Review, Run
-from runs.search.index import index_runs
+from runs.changes import changed
+from runs.models import AssertionResult, Grading, Iteration, Review, Run
 
 MAX_TEXT = 10_000
 
@@ -53,8 +53,7 @@ def add_note(*, run: Run, author: AbstractBaseUser, text: str) -> Review:
         text=_clean_text(text, "note"),
         created_at=timezone.now(),
     )
-    index_runs([run.pk])
-    Generation.objects.bump()
+    changed(runs=[run.pk])
     return review
 
 
@@ -86,8 +85,8 @@ def override(
     )
     result.override_passed = None if passed == result.passed else passed
     result.save(update_fields=["override_passed"])
-    changed = before != passed
-    if changed:
+    verdict_changed = before != passed
+    if verdict_changed:
         if grading.original_summary is None:
             grading.original_summary = {
                 "passed": grading.passed,
@@ -101,7 +100,6 @@ def override(
         grading.pass_rate = grading.passed / grading.total if grading.total else 0.0
         grading.save(update_fields=["passed", "failed", "pass_rate", "original_summary"])
         Iteration.objects.filter(pk=grading.run.iteration_id).refresh_override_warnings()
-    index_runs([grading.run_id])
     # Also when the figures stand: the eval and iteration pages list the new review.
-    Generation.objects.bump()
-    return Overridden(review=review, changed=changed)
+    changed(runs=[grading.run_id])
+    return Overridden(review=review, changed=verdict_changed)

@@ -1,9 +1,8 @@
 """The admin: what the dashboard shows is edited here, what was graded or reviewed is read.
 
-Every save and deletion starts a new dashboard generation (`Generation.objects.bump()`),
-so cached pages show it at once, and a save re-indexes the runs whose search documents it
-changes (`reindex`); ModelAdmin hooks rather than signals (the house style). Deletions take
-documents with them by cascade.
+Every save and deletion ends with `runs.changes.changed()`, naming the runs whose search
+documents it changed (`changes`), so search and cached pages show it at once; ModelAdmin
+hooks rather than signals (the house style). Deletions take documents with them by cascade.
 """
 
 from __future__ import annotations
@@ -16,11 +15,11 @@ from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from .changes import changed
 from .models import (
     AssertionResult,
     Condition,
     EvalCase,
-    Generation,
     Grading,
     GradingHistory,
     Iteration,
@@ -28,7 +27,6 @@ from .models import (
     Run,
     Skill,
 )
-from .search.index import index_iteration, index_runs
 
 
 class JSONDocumentField(forms.JSONField):
@@ -59,22 +57,23 @@ class DashboardAdmin(admin.ModelAdmin):
             kwargs.setdefault("form_class", JSONDocumentField)
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
-    def reindex(self, obj: Any) -> None:
-        """Write afresh the search documents an edit of `obj` may have changed."""
+    def changes(self, obj: Any) -> dict[str, Any]:
+        """What an edit of `obj` changed, as `changed()` takes it: the runs or iterations
+        whose search documents it may have changed."""
+        return {}
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         super().save_related(request, form, formsets, change)
-        self.reindex(form.instance)
-        # After the row and its inlines, last in the admin's transaction (as bump() asks).
-        Generation.objects.bump()
+        # After the row and its inlines, last in the admin's transaction.
+        changed(**self.changes(form.instance))
 
     def delete_model(self, request: HttpRequest, obj: models.Model) -> None:
         super().delete_model(request, obj)
-        Generation.objects.bump()
+        changed()
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
         super().delete_queryset(request, queryset)
-        Generation.objects.bump()
+        changed()
 
 
 class EvidenceAdmin(admin.ModelAdmin):
@@ -115,8 +114,8 @@ class EvalCaseAdmin(DashboardAdmin):
     search_fields = ["eval_id", "prompt"]
     readonly_fields = ["fingerprint"]
 
-    def reindex(self, obj: EvalCase) -> None:
-        index_runs(obj.runs.values_list("pk", flat=True))  # its prompt stands in for theirs
+    def changes(self, obj: EvalCase) -> dict[str, Any]:
+        return {"runs": obj.runs.values_list("pk", flat=True)}  # its prompt stands in for theirs
 
 
 class ConditionInline(admin.TabularInline):
@@ -142,8 +141,8 @@ class IterationAdmin(DashboardAdmin):
     inlines = [ConditionInline]
     readonly_fields = ["source_key", "content_hash", "imported_at", "updated_at"]
 
-    def reindex(self, obj: Iteration) -> None:
-        index_iteration(obj)  # a condition renamed in the inline is a filter of its runs
+    def changes(self, obj: Iteration) -> dict[str, Any]:
+        return {"iterations": [obj]}  # a condition renamed in the inline filters its runs
 
 
 @admin.register(Run)
@@ -162,8 +161,8 @@ class RunAdmin(DashboardAdmin):
     list_select_related = ["condition", "iteration__skill"]
     raw_id_fields = ["iteration", "condition", "eval_case"]
 
-    def reindex(self, obj: Run) -> None:
-        index_runs([obj.pk])
+    def changes(self, obj: Run) -> dict[str, Any]:
+        return {"runs": [obj.pk]}
 
 
 class AssertionResultInline(admin.TabularInline):

@@ -2,8 +2,7 @@
 
 Cached page regions (`{% cache %}` in the templates) are keyed on the token, as the
 djangoproject.com dashboard keys its pages on a generation number; whatever writes what
-the dashboard shows starts a new generation: the import workflow, the reviewing workflow,
-regrade, and the admin's saves and deletions.
+the dashboard shows starts a new generation through `runs.changes.changed()`.
 """
 
 from __future__ import annotations
@@ -21,8 +20,8 @@ class GenerationQuerySet(models.QuerySet):
     def bump(self) -> None:
         """Start a new generation, so every cached page region is rendered afresh.
 
-        Call it last in the transaction that writes, so that the new generation and the
-        data it describes are committed together and no page is cached in between.
+        Writes call it through `runs.changes.changed()`, last in their transaction, so the
+        new generation commits with the data it describes and no page is cached in between.
         """
         token = uuid.uuid4().hex
         if not self.filter(pk=1).update(token=token):  # the row is gone after a flush

@@ -13,10 +13,10 @@ from django.utils import timezone
 
 from grading.graders.grade import summarise
 from grading.graders.meta import SKILL_INVOKED_ID
+from runs.changes import changed
 from runs.importing import run_name
 from runs.models import (
     AssertionResult,
-    Generation,
     Grading,
     GradingHistory,
     Iteration,
@@ -24,7 +24,6 @@ from runs.models import (
     Run,
     RunStatus,
 )
-from runs.search.index import index_runs
 from runs.warnings import MAX_NAMED, ValidityWarning, without
 
 from .planning import multi_run_cells
@@ -51,8 +50,8 @@ def store_regrade(
     batch = _Batch(now=timezone.now(), assertion_id=assertion_id, report=report)
     for start in range(0, len(planned), BATCH):
         batch.write(planned[start : start + BATCH])
-    index_runs(plan.run_id for plan in planned)  # new verdicts and evidence are searchable
     _refresh_iteration(iteration, report=report)
+    changed(runs=[plan.run_id for plan in planned])  # new verdicts and evidence are searchable
 
 
 @dataclass
@@ -250,4 +249,3 @@ def _refresh_iteration(iteration: Iteration, *, report: RegradeReport) -> None:
         validity_warnings=warnings, missing_gradings=missing.count(), judge_model=judge_model
     )
     Iteration.objects.filter(pk=iteration.pk).refresh_override_warnings()
-    Generation.objects.bump()

@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from runs.models import EvalCase, Generation
+from runs.models import EvalCase
 from runs.warnings import ValidityWarning
 
 from . import baseline, eval_magic, skill_creator
@@ -137,16 +137,10 @@ def _import_roots(
         )
     one_transaction = dry_run or not keep_going
     try:
+        # Each write ends with runs.changes.changed(), in whichever transaction holds it: with
+        # keep_going an iteration's own, so what committed shows whatever stops the rest.
         with transaction.atomic() if one_transaction else nullcontext():
-            try:
-                _Importer(report, keep_going=keep_going, documents=documents).run(units, progress)
-            finally:
-                if not one_transaction:
-                    # Each iteration committed on its own: whatever stops the rest, the
-                    # pages must show those.
-                    Generation.objects.bump()
-            if one_transaction:
-                Generation.objects.bump()  # in the import's transaction: shown at once
+            _Importer(report, keep_going=keep_going, documents=documents).run(units, progress)
             if dry_run:
                 raise _Rollback
     except _Rollback:

@@ -7,6 +7,7 @@ import copy
 from django.db.models import F, Max
 from django.utils import timezone
 
+from runs.changes import Imported, changed
 from runs.models import (
     Condition,
     EvalCase,
@@ -16,8 +17,6 @@ from runs.models import (
     SourceKind,
     role_for_condition,
 )
-from runs.search.index import index_iteration, index_written
-from runs.search.pending import DEFER_FROM_RUNS, defer_iteration
 
 from .checks import validity_warnings
 from .columns import columns
@@ -46,17 +45,17 @@ class Writer:
             if created:
                 self.report.count("skills", "created")
                 first_sight = False
-        changed = []
+        edited = []
         if description and description != skill.description:
             skill.description = description
-            changed.append("description")
+            edited.append("description")
         if notes and notes != skill.notes:
             skill.notes = notes
-            changed.append("notes")
-        if changed:
-            skill.save(update_fields=[*changed, "updated_at"])
+            edited.append("notes")
+        if edited:
+            skill.save(update_fields=[*edited, "updated_at"])
         if first_sight:
-            self.report.count("skills", "updated" if changed else "skipped")
+            self.report.count("skills", "updated" if edited else "skipped")
         return skill
 
     def write_definitions(self, definitions: SkillDefinitions) -> Skill:
@@ -70,6 +69,7 @@ class Writer:
         for definition in definitions.evals.values():
             definition.name = shortened(definition.name, EvalCase, "name")
         self.eval_cases(skill, definitions.evals)
+        changed()
         return skill
 
     def eval_cases(
@@ -193,20 +193,14 @@ class Writer:
             iteration, parsed.runs, conditions, cases, fresh=existing is None, report=self.report
         )
         self._reviews(parsed, written.by_relpath)
-        # A new iteration's runs are all in memory; a changed one keeps runs it did not
-        # rewrite, so it is read back. Small: in the import's transaction, searchable with
-        # it. Large: indexed just after it commits, so its pages show first.
-        in_memory = (written.created, written.graded) if existing is None else None
-        if len(parsed.runs) >= DEFER_FROM_RUNS:
-            defer_iteration(iteration, in_memory)
-        elif in_memory is not None:
-            index_written(iteration, *in_memory)
-        else:
-            index_iteration(iteration)
         if existing is not None:
             # The warnings were just recomputed from the files; overrides of runs the source
             # did not change still count, and must still be announced.
             Iteration.objects.filter(pk=iteration.pk).refresh_override_warnings()
+        # A new iteration's runs are all in memory; a changed one keeps runs it did not
+        # rewrite, so it is read back.
+        in_memory = (written.created, written.graded) if existing is None else None
+        changed(imported=Imported(iteration, len(parsed.runs), in_memory))
         return iteration
 
     def _conditions(self, iteration: Iteration, parsed: ParsedIteration) -> dict[str, Condition]:
@@ -286,3 +280,4 @@ class Writer:
             self.report.notes.append(
                 f"renumbered the iterations of {iterations[0].skill.name} by generation time"
             )
+            changed()

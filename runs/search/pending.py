@@ -33,6 +33,20 @@ DEFER_FROM_RUNS = 1000
 CLAIM_EXPIRES = timedelta(minutes=15)
 
 
+def index_imported(
+    iteration: Iteration, run_count: int, written: tuple[list[Run], dict[int, Written]] | None
+) -> None:
+    """Index an iteration the import has just written (`written`: its runs in memory, when
+    all are new; else read back): in the import's transaction when it is small, just after
+    the commit from DEFER_FROM_RUNS runs, so a large iteration's pages show first."""
+    if run_count >= DEFER_FROM_RUNS:
+        defer_iteration(iteration, written)
+    elif written is not None:
+        index_written(iteration, *written)
+    else:
+        index_iteration(iteration)
+
+
 def defer_iteration(
     iteration: Iteration, written: tuple[list[Run], dict[int, Written]] | None = None
 ) -> None:

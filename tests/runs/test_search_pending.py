@@ -17,7 +17,7 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from runs.importing import import_workspace, writer
+from runs.importing import import_workspace
 from runs.models import Run
 from runs.search import pending
 from runs.search.index import rebuild
@@ -34,7 +34,7 @@ SKILL = "creator-skill"
 @pytest.fixture
 def large_from_two_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Count an iteration of two runs or more as large: indexed after its commit."""
-    monkeypatch.setattr(writer, "DEFER_FROM_RUNS", 2)
+    monkeypatch.setattr(pending, "DEFER_FROM_RUNS", 2)
 
 
 def documents() -> list[tuple[object, ...]]:
@@ -163,7 +163,7 @@ def test_a_failed_indexing_keeps_the_marker_and_frees_its_claim(
     assert marker.claimed_at is None  # free for the next attempt
     assert SearchDocument.objects.count() == 0
     monkeypatch.undo()
-    monkeypatch.setattr(writer, "DEFER_FROM_RUNS", 2)
+    monkeypatch.setattr(pending, "DEFER_FROM_RUNS", 2)
     assert pending.complete_pending() == 1
 
 
