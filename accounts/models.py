@@ -17,8 +17,6 @@ from django.db import models
 from django.urls import Resolver404, resolve
 from django.utils import timezone
 
-from runs.models import Skill
-
 
 def new_secret() -> str:
     """An unguessable URL-safe token (256 bits)."""
@@ -130,7 +128,8 @@ class ShareLink(Secret):
     creator = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="share_links"
     )
-    skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="share_links")
+    # By name, not by import: runs uses accounts (logins, tokens), never the other way.
+    skill = models.ForeignKey("runs.Skill", on_delete=models.CASCADE, related_name="share_links")
     kind = models.CharField(max_length=16, choices=Kind.choices)
     #: The shared view's URL kwargs (as strings) and, for a comparison, its query string.
     scope = models.JSONField(default=dict)

@@ -12,8 +12,6 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, resolve, reverse
 from django.utils import timezone
 
-from runs.models import Skill
-
 from .models import ShareLink, digest
 
 #: Which dashboard views can be shared, i.e. the ones that belong to one skill.
@@ -48,7 +46,8 @@ def share_view(
         raise NotShareable(f"{path} is not a page of this site") from None
     if match.namespace != "runs" or match.url_name not in SHAREABLE:
         raise NotShareable(f"{path} cannot be shared: share a skill, iteration, eval or run")
-    skill = Skill.objects.filter(name=match.kwargs["skill"]).first()
+    skills = ShareLink._meta.get_field("skill").related_model
+    skill = skills.objects.filter(name=match.kwargs["skill"]).first()
     if skill is None:
         raise NotShareable(f"no skill named “{match.kwargs['skill']}”")
     kind = ShareLink.Kind(match.url_name)
