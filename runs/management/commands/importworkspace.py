@@ -6,8 +6,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runs.importing import ImportFailure, import_workspace
-from runs.importing.history import import_history
+from runs.importing import ImportFailure, import_history, import_workspace
 from runs.management.progress import PROGRESS_THRESHOLD, CommandProgress
 
 
