@@ -1,25 +1,13 @@
 """What a skill name, eval id or condition name may be: checked once, where it comes in.
 
 A name is part of every address that shows it (`/skills/<name>/…`, share links, the API), so
-it must survive a round trip through a URL. Anything Claude Code would load is allowed:
-spaces, accents, CJK, emoji, `%`, `?`, `#`, `:` (plugin:skill); `reverse()` percent-encodes
-it and the resolver decodes it back. Refused, each with a one-line reason:
-
-- `/`: Django decodes `%2F` before resolving, so no address can hold one, and `reverse()`
-  fails (the 500 the overview and `GET /api/skills` gave for everyone);
-- `\\`: browsers read a backslash in a path as `/`;
-- control characters (NUL: PostgreSQL refuses it), line and paragraph separators, unpaired
-  surrogates (a file name that is not UTF-8; no database can store one), and the
-  bidirectional embedding/override/isolate characters that make a name display as another
-  (zero-width joiners stay: emoji sequences and Persian need them);
-- empty or whitespace-only, `.` and `..` (browsers collapse them out of a path);
-- longer than the model field.
-
-The name is returned as written, only stripped of surrounding whitespace (invisible on a
-page, a trailing `%20` in an address; YAML front matter strips it already, so a folder's
-name and its SKILL.md's name agree). It is deliberately not Unicode-normalised: identity is
-the exact string, so a skill imported before this check is found again by its re-import,
-and every link is reversed from the stored name, so it round-trips whatever its form.
+it must survive a round trip through a URL. Anything Claude Code would load is allowed
+(spaces, accents, CJK, emoji, `%`, `?`, `#`, `plugin:skill`); `reverse()` encodes it. Refused,
+each with a one-line reason: `/` (no address can hold one), `\` (browsers read it as `/`),
+control characters, line and paragraph separators, unpaired surrogates and bidirectional
+overrides (a name that displays as another), empty names, `.` and `..`, and names longer than
+the field. A name is kept as written, only stripped of surrounding whitespace, and never
+Unicode-normalised: identity is the exact string.
 """
 
 from __future__ import annotations

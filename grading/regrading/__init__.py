@@ -1,37 +1,14 @@
-"""Regrading imported runs through the graders runevals uses (SPEC §6, `manage.py regrade`).
+"""Regrading imported runs through the graders runevals uses (`manage.py regrade`, SPEC §6).
 
-An imported run keeps what the agent did — prompt, final message, conversation, tool calls,
-the files it left in `outputs/` — but not its task folder. So, per assertion kind:
-
-- `transcript_check` and `__skill_invoked` are recomputed from the stored transcript; a run
-  that stored none keeps its recorded result (re-checking would fail it for a missing
-  transcript it once had).
-- `llm_judge` (and SWL/skill-creator expectations, judge assertions too) are asked again,
-  of the assertion's `model`, else the judge model given, else the iteration's, else
-  EVALSITE_JUDGE_MODEL. The judge reads the stored run record; files in `outputs/` are
-  appended to the final message, where skill-creator keeps a run's answer.
-- `command_check` and `diff_scope` need the task folder: a graded run keeps its recorded
-  result. A run with no grading gets them as not graded — FAIL, confidence 0 (so a person
-  looks at them), evidence saying why — as `grade_run` grades a run without its folder;
-  except that a recorded diff-scope.json (runevals writes it before any judge call, so an
-  interrupted run has one) is the very measurement `diff_scope` grades, and is used.
-
-Each run's grading is rewritten in place (pages and statistics read `run.grading`); the one
-it replaces is kept whole in a GradingHistory row, and `Grading.regraded` with
-`AssertionResult.judge_model` say what produced the new one. A reviewer's override is about
-one graded verdict: where that verdict is regraded the override stops counting and its
-review stays as a record, as when a re-import re-grades a run; overrides of results kept as
-they were still count.
-
-Every judge call is made before anything is written, and the writes are one transaction:
-a judge that still fails after the client's retries leaves the iteration as it was, so its
-figures never mix two judges half-way, and no database lock is held across API calls.
-Errored runs are never graded. Afterwards the iteration's `missing_gradings`, its "have no
-grading" warning and a warning naming the regrade are recomputed, its judge model follows
-when every verdict is now one model's, and its `updated_at` moves, which every cached page
-and summary is keyed on.
-
-`planning` computes each run's new results (no writes), `storing` writes them.
+An imported run keeps its prompt, final message, transcript and `outputs/`, not its task
+folder: `transcript_check` and `__skill_invoked` are recomputed from the stored transcript,
+`llm_judge` assertions are asked again (of the assertion's model, else the one given, else the
+iteration's, else EVALSITE_JUDGE_MODEL), and `command_check`/`diff_scope` keep their recorded
+result (an ungraded run gets them as not graded, FAIL with confidence 0, unless a recorded
+diff-scope.json measures it). The replaced grading is kept in GradingHistory; an override of
+a regraded verdict stops counting. Every judge call is made before anything is written, and
+the writes are one transaction (`storing`), so an iteration never mixes two judges half-way.
+Errored runs are never graded. `planning` computes each run's new results, `storing` writes.
 """
 
 from __future__ import annotations

@@ -1,28 +1,15 @@
 """`importworkspace --history`: the promoted campaigns in a git clone's log, as iterations.
 
-eval-magic keeps one promoted baseline per skill and replaces it on each promotion, so a
-skill's real history is its git log. For every result folder in the history of HEAD under the
-given path (a skill's `evals/baseline/`, a committed `iteration-*/` or folder holding
-`conditions.json`, which covers skill-creator's `<skill>-workspace/iteration-*/` too), each
-commit that changed it is read for the identity of the campaign it then held: the identity
-the importer gives the iteration (`<label>@<timestamp>`: BASELINE.md's Iteration and Run
-timestamp, conditions.json's timestamp, or benchmark.json's `metadata.timestamp`). Each
-identity becomes one iteration, imported as of the *last* commit that held it: a later commit
-that only edits its notes or evidence updates that iteration, and running again finds the same
-versions, so it adds nothing. The commit it was promoted in and the one it was last edited in
-are kept under `provenance["git"]`.
+eval-magic replaces a skill's promoted baseline on each promotion, so its real history is the
+git log. Each result folder in HEAD's history under the path (`evals/baseline/`, a committed
+`iteration-*/` or `conditions.json` folder) is read at every commit that changed it; each
+campaign identity it held (`<label>@<timestamp>`) becomes one iteration, imported as of the
+last commit that held it, with the SKILL.md and evals.json of that commit, all in one
+transaction; the commits are kept under `provenance["git"]`. Running again adds nothing.
 
-Objects are read, never checked out: one `git log` lists the commits and the paths they
-changed, and one `git cat-file --batch` serves every tree and blob. Each chosen version is
-written to a temporary folder in the repository's own layout, with the SKILL.md and
-evals.json *of that commit* beside it, and all of them are imported by `import_roots` in one
-transaction, so each iteration links to the definitions that were committed with it.
-History means HEAD's ancestors (git's default history simplification, oldest first in
-topological order); merges are read against their first parent. Needs git 2.31 or later.
-A clone is as untrusted as an uploaded archive: git runs only through runs.untrusted_git
-(its config neutralised; alternates, links out of its git dir and partial clones refused),
-what is read is held to EVALSITE_GIT_MAX_TREE_ENTRIES and what is written to the archive
-limits, and a path git itself would reject (`..`, empty components) refuses the import.
+Objects are read through runs.untrusted_git (plumbing only, never a checkout; the clone is as
+untrusted as an uploaded archive), bounded by EVALSITE_GIT_MAX_TREE_ENTRIES and the archive
+limits. Needs git 2.31 or later.
 """
 
 from __future__ import annotations

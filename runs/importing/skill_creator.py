@@ -1,23 +1,12 @@
-"""skill-creator workspaces (SPEC §3.3): loose files, normalised as documented here.
+"""skill-creator workspaces (SPEC §3.3): loose files, read as leniently as skill-creator does.
 
-Normalisations (each one that changes what a file says is named in a validity warning):
-- expectations get the id `slugify(text)`; a missing `summary` is computed from the
-  expectations; 0 tokens with 0 time means "not recorded"; eval ids become strings;
-- a `null` where grading.json, timing.json, eval_metadata.json, benchmark.json or
-  feedback.json has an optional key is read as the key missing, as skill-creator's reader does;
-- a lone `benchmark.json` (no run folders beside it) is imported from its `runs[]` and must be
-  valid; beside run folders the gradings win: a benchmark.json that is not JSON, or not a
-  valid benchmark, is only cross-checked where it can be (its `run_summary`), never used;
-- two eval folders with one `eval_id` are one eval when their eval_metadata.json prompts
-  are the same (whitespace-normalised): it holds both folders' runs, and a later folder's
-  run numbers that are taken continue after the highest before it; otherwise (different
-  prompts, or metadata in only one) they are distinct evals, the first in natural folder
-  order keeping the id and each later one getting `<eval_id>@<folder name>`;
-- the author format `<configuration>/eval-<id>-grading.json` (or
-  `<configuration>/run-<k>/eval-<id>-grading.json`) at the iteration's top is run 1 (or k)
-  of eval `<id>` in that configuration;
-- a run folder with `outputs/` and no grading.json is a missing grading; with keep-going, so
-  is a grading.json that cannot be read (not JSON, or not a grading), named in a warning.
+Each normalisation that changes what a file says is named in a validity warning: expectations
+get the id `slugify(text)`, a missing `summary` is computed, 0 tokens with 0 time is "not
+recorded", a `null` optional key is read as missing; a lone `benchmark.json` is imported from
+its `runs[]`, but beside run folders the gradings win and it is only cross-checked; two eval
+folders with one `eval_id` are one eval when their prompts agree, else the later one becomes
+`<eval_id>@<folder>`; `<configuration>/eval-<id>-grading.json` is run 1 of eval `<id>`; a run
+with `outputs/` and no grading.json is a missing grading.
 """
 
 from __future__ import annotations
