@@ -3,7 +3,7 @@
 A name is part of every address that shows it (`/skills/<name>/…`, share links, the API), so
 it must survive a round trip through a URL. Anything Claude Code would load is allowed
 (spaces, accents, CJK, emoji, `%`, `?`, `#`, `plugin:skill`); `reverse()` encodes it. Refused,
-each with a one-line reason: `/` (no address can hold one), `\` (browsers read it as `/`),
+each with a one-line reason: `/` (no address can hold one), a backslash (browsers read it as `/`),
 control characters, line and paragraph separators, unpaired surrogates and bidirectional
 overrides (a name that displays as another), empty names, `.` and `..`, and names longer than
 the field. A name is kept as written, only stripped of surrounding whitespace, and never
