@@ -115,6 +115,23 @@ SENTENCES: dict[str, str] = {
         "recorded benchmark.json's delta {recorded:+.2f} disagrees with its runs: "
         "{treatment} - {control} = {ours:+.2f}"
     ),
+    # Trigger evals (runs/importing/triggers.py, runs/stats/triggers.py).
+    "trigger-query-repeated": (
+        "{n} query text(s) given more than once, each counted as one query with its runs "
+        "added up: {queries:list}{unnamed:more}"
+    ),
+    "trigger-description-from-skill": (
+        "the result does not record the description it tested: SKILL.md's ({source}) is shown"
+    ),
+    "trigger-description-cut": (
+        "the result cut the description it tested short, and SKILL.md's does not begin with "
+        "it: the cut text is shown"
+    ),
+    "trigger-rates-only": (
+        "the result records trigger rates but no run counts: each query's rate is taken as "
+        "given, with no interval"
+    ),
+    "trigger-harness-broken": "{cause}",
     # Kept true by the reviewing and regrading workflows.
     "overridden": (
         "{n} assertion result{n:s} overridden by reviewers: statistics use the overrides"

@@ -28,6 +28,7 @@ def detect(path: Path) -> Detection:
     """Every importable unit under `path` (a folder), and the results left out."""
     placement = place(walk(path))
     sources, skipped, documents = attribute(path, placement)
+    documents.update((file, data) for file, (_, data) in placement.triggers.items())
     return Detection(
         sources,
         sorted({**placement.skipped, **skipped}.items(), key=lambda i: natural_key(str(i[0]))),

@@ -41,8 +41,9 @@ from .detect import HIDDEN_SEARCHED, RESULT_FILES, is_snapshot, natural_key
 from .errors import ImportFailure
 from .gitobjects import GitObjects, git_failures
 from .report import ImportReport
+from .roots import ImportRoot
 from .tree import SKIPPED_DIR_PREFIXES, SKIPPED_DIRS
-from .workspace import ImportRoot, Progress, import_roots
+from .workspace import Progress, import_roots
 
 STATUS = re.compile(rb"^\n?[ACDMRTUX]\d*$")
 #: Longer than any path or commit subject a real history holds.

@@ -20,6 +20,7 @@ from the folder they have in common (`batch1/iteration-1`, `batch2/iteration-1`)
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -40,7 +41,7 @@ GENERIC_NAMES = {
 class Source:
     """One importable unit found under a path."""
 
-    kind: str  # "skill", "eval-magic", "baseline" or "skill-creator"
+    kind: str  # "skill", "eval-magic", "baseline", "skill-creator" or "triggers"
     path: Path
     #: The skill's name as the folders say it: the last resort of the identity rule.
     folder_name: str
@@ -58,6 +59,8 @@ class Source:
     eval_ids: frozenset[str] = frozenset()
     #: Why the unit belongs to its skill, as the plan prints it.
     why: str = ""
+    #: For a trigger file holding several skills' sets or results: the skill this unit reads.
+    part: str | None = None
 
 
 def attribute(
@@ -76,6 +79,12 @@ def attribute(
     for path in sorted(found.baselines, key=lambda p: natural_key(str(p))):
         units.append(owner.baseline(path))
     units = _labelled(units)
+    # Sets first: results link to the set version holding their queries.
+    by_kind = sorted(
+        found.triggers, key=lambda p: (found.triggers[p][0] != "set", natural_key(str(p)))
+    )
+    for path in by_kind:
+        units.extend(owner.triggers(path, *found.triggers[path]))
     skill_units = [
         Source("skill", folder, folder.resolve().name, "", folder)
         for folder in sorted(skills, key=lambda p: natural_key(str(p)))
@@ -123,6 +132,32 @@ class _Owners:
         return Source(
             "baseline", path, owner.resolve().name, "baseline", folder, None, None, frozenset(), why
         )
+
+    def triggers(self, path: Path, kind: str, data: Any) -> list[Source]:
+        """One unit per skill a trigger file names (one, when it names none)."""
+        named = trigger_names(data)
+        units = []
+        for name in named or [None]:
+            folder = self.names.folder_named(name) if name else None
+            why = f"its {kind} names {name!r}" if name else ""
+            if folder is None:
+                folder, why = self._around(path)
+                why = why or (f"its {kind} names {name!r}" if name else "")
+            stem = TRIGGER_FILE_SKILL.match(path.stem)
+            fallback = stem.group(1) if stem else self._fallback_name(path, "triggers")
+            units.append(
+                Source(
+                    "triggers",
+                    path,
+                    fallback,
+                    path.name,
+                    folder,
+                    None if folder else name,
+                    why=why or "the folder's name",
+                    part=name if len(named) > 1 else None,
+                )
+            )
+        return units
 
     def _source(
         self,
@@ -234,6 +269,25 @@ class _Owners:
             if isinstance(name, str) and name.strip() and not TEMPLATE_VALUE.match(name):
                 return name.strip()
         return None
+
+
+#: `<skill>-trigger.json`, `<skill>_trigger_results.json`: the part before names a skill.
+TRIGGER_FILE_SKILL = re.compile(r"^(.+?)[-_.](trigger|triggering|routing)", re.IGNORECASE)
+
+
+def trigger_names(data: Any) -> list[str]:
+    """The skills a trigger document names, in order (empty when it names none)."""
+    if isinstance(data, dict):
+        entries = data.get("skills") if isinstance(data.get("skills"), list) else [data]
+    else:
+        entries = [e for e in data if isinstance(e, dict) and "queries" in e] if data else []
+    names: dict[str, None] = {}
+    for entry in entries:
+        if isinstance(entry, dict):
+            name = entry.get("skill") or entry.get("skill_name")
+            if isinstance(name, str) and name.strip() and not TEMPLATE_VALUE.match(name):
+                names[name.strip()] = None
+    return list(names)
 
 
 def _labelled(units: list[Source]) -> list[Source]:

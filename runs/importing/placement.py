@@ -24,9 +24,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
+from . import triggers
 from .errors import ImportFailure
 from .tree import ARTEFACT_DIR, read_head, read_result_file
 from .walk import (
@@ -52,11 +54,22 @@ ITERATION_NAME = re.compile(r"^iteration", re.IGNORECASE)
 #: Result files in formats evalsite does not read, and what they are.
 UNREAD_FORMATS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^eval_summary\.json$"), "eval_summary.json verdicts"),
-    (
-        re.compile(r"^(trigger|triggering|routing)[-_]?(eval[-_]?)?results?\.json$"),
-        "trigger-eval results (not imported yet)",
-    ),
 )
+#: JSON files whose names say what they are: never a trigger set or result.
+NOT_TRIGGER_FILES = RESULT_FILES | {
+    *("timing.json", "run.json", "conversation.json", "evals.json", "feedback.json"),
+    *("metrics.json", "package.json", "package-lock.json", "tsconfig.json"),
+}
+#: Folders whose files are an eval's inputs, not results about the skill.
+FIXTURE_DIRS = NOT_CONFIGURATIONS | {"fixtures"}
+#: Names that say a file is about triggering, so a shape evalsite cannot read is named.
+TRIGGER_NAME = re.compile(r"trigger|routing|description[-_]?evals?|eval[-_]set", re.IGNORECASE)
+#: Keys one of which a trigger document has within its first bytes.
+TRIGGER_KEYS = (
+    *(b'"query', b'"should_trigger"', b'"expected_trigger"', b'_description"'),
+    *(b'"history"', b'"top"', b'"skills"', b'"predicted"'),
+)
+SNIFF_BYTES = 4096
 
 
 @dataclass
@@ -69,6 +82,8 @@ class Placement:
     #: Eval folder → its iteration folder.
     evals: dict[Path, Path] = field(default_factory=dict)
     baselines: set[Path] = field(default_factory=set)
+    #: Trigger set or results file → (triggers.SET or triggers.RESULTS, its document).
+    triggers: dict[Path, tuple[str, Any]] = field(default_factory=dict)
     skipped: dict[Path, str] = field(default_factory=dict)
 
 
@@ -131,6 +146,8 @@ def place(folders: dict[Path, Listing]) -> Placement:
             for pattern, what in UNREAD_FORMATS:
                 if pattern.match(name):
                     found.skipped[path / name] = f"unrecognised result format ({what})"
+        if not holds_runs(listing) and FIXTURE_DIRS.isdisjoint(listing.relative):
+            _place_triggers(found, path, files)
         if (
             "grading.json" in files
             or "timing.json" in files
@@ -148,6 +165,35 @@ def place(folders: dict[Path, Listing]) -> Placement:
     _drop_nested(found)
     _drop_unread_benchmarks(found)
     return found
+
+
+def _place_triggers(found: Placement, folder: Path, files: frozenset[str]) -> None:
+    """Trigger sets and results in `folder`, known by their keys whatever their names."""
+    for name in sorted(files):
+        if not name.endswith(".json") or name in NOT_TRIGGER_FILES or AUTHOR_GRADING.match(name):
+            continue
+        path = folder / name
+        named = bool(TRIGGER_NAME.search(name))
+        try:
+            head = read_head(path, SNIFF_BYTES)
+            if not named and not any(key in head for key in TRIGGER_KEYS):
+                continue
+            data = orjson.loads(read_result_file(path, display=str(path)))
+        except (ImportFailure, orjson.JSONDecodeError) as exc:
+            if named:
+                problem = exc.message if isinstance(exc, ImportFailure) else "not valid JSON"
+                found.skipped[path] = f"a trigger-eval file that cannot be read ({problem})"
+            continue
+        kind = triggers.sniff(data)
+        if kind in (triggers.SET, triggers.RESULTS):
+            found.triggers[path] = (kind, data)
+        elif kind is not None:
+            found.skipped[path] = f"unrecognised result format ({kind})"
+        elif named:
+            found.skipped[path] = (
+                "unrecognised result format (its name says trigger evals, but it holds neither "
+                "a set of {query, should_trigger} nor results evalsite reads)"
+            )
 
 
 def _drop_unread_benchmarks(found: Placement) -> None:

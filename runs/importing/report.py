@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-KINDS = ("skills", "eval definitions", "iterations", "runs", "reviews")
+KINDS = (
+    *("skills", "eval definitions", "iterations", "runs", "reviews"),
+    *("trigger sets", "trigger iterations"),
+)
 
 
 @dataclass

@@ -4,16 +4,12 @@
 from __future__ import annotations
 
 import gc
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 
 from runs.models import EvalCase
@@ -21,33 +17,20 @@ from runs.warnings import ValidityWarning
 
 from . import baseline, eval_magic, skill_creator
 from .analyze import refresh_after_import
-from .archives import archive_kind, extract_archive
 from .columns import record_from_row
 from .definitions import read_evals_hint, read_skill_definitions
 from .detect import Source, detect, workspace_folder_name
 from .errors import ImportFailure
+from .fitting import check_names
 from .records import EvalDefinition, ParsedIteration, SkillDefinitions
 from .report import ImportReport
+from .roots import ImportRoot, materialised
 from .shares import share_of
 from .tree import read_result_file, read_tree
+from .trigger_writer import write_trigger_file
 from .writer import Writer
 
 Progress = Callable[[int, int, str], None]
-
-
-@dataclass(frozen=True)
-class ImportRoot:
-    """A folder to import, how messages name it, and what is known about it from outside.
-
-    `provenance` is merged into the provenance of every iteration found under the folder
-    (`--history` records the commit there); `generated_at` dates an iteration whose files
-    carry no timestamp.
-    """
-
-    path: Path
-    display: str
-    provenance: dict[str, Any] = field(default_factory=dict)
-    generated_at: datetime | None = None
 
 
 @dataclass
@@ -75,7 +58,7 @@ def import_workspace(
     in `report.rejected` and the others are imported. Importing the same content again
     skips it; changed content updates what changed.
     """
-    with _materialised(paths) as roots:
+    with materialised(paths) as roots:
         return import_roots(roots, dry_run=dry_run, keep_going=keep_going, progress=progress)
 
 
@@ -168,11 +151,14 @@ class _Importer:
         for unit in units:
             if unit.source.kind == "skill":
                 self._guarded(unit.display, lambda unit=unit: self._skill_folder(unit))
-        iterations = [unit for unit in units if unit.source.kind != "skill"]
+        iterations = [unit for unit in units if unit.source.kind not in ("skill", "triggers")]
         for done, unit in enumerate(iterations, start=1):
             self._guarded(unit.display, lambda unit=unit: self._iteration(unit))
             if progress:
                 progress(done, len(iterations), unit.display)
+        for unit in units:
+            if unit.source.kind == "triggers":
+                self._guarded(unit.display, lambda unit=unit: self._triggers(unit))
         with transaction.atomic():
             self.writer.renumber()
 
@@ -238,6 +224,28 @@ class _Importer:
         if parsed.generated_at is None:
             parsed.generated_at = unit.root.generated_at
         self.writer.write_iteration(parsed)
+
+    def _triggers(self, unit: _Unit) -> None:
+        source = unit.source
+        owner = source.skill_folder.resolve() if source.skill_folder else None
+        if owner is not None and owner in self.folders and self.folders[owner] is None:
+            raise ImportFailure("not imported: its skill folder was rejected", path=unit.display)
+        definitions = self.folders.get(owner) if owner else None
+        name = _skill_name(source, definitions, source.part)
+        write_trigger_file(
+            skill=self.writer.skill(
+                check_names(name, eval_ids=(), conditions=(), path=unit.display)
+            ),
+            path=source.path,
+            display=unit.display,
+            data=self.documents.pop(source.path)
+            if source.part is None
+            else self.documents[source.path],
+            part=source.part,
+            definitions=definitions,
+            report=self.report,
+            why=source.why,
+        )
 
     def _known_definitions(
         self, source: Source, definitions: SkillDefinitions | None
@@ -330,46 +338,4 @@ def _display(path: Path, root: Path, display: str) -> str:
     return display if relative == "." else f"{display}/{relative}"
 
 
-@contextmanager
-def _materialised(paths: list[Path | str]) -> Iterator[list[ImportRoot]]:
-    """An ImportRoot per path, extracting archives to a temporary folder."""
-    temp = Path(tempfile.mkdtemp(prefix="evalsite-import-"))
-    try:
-        roots = []
-        for index, given in enumerate(paths):
-            path = Path(given)
-            if not path.exists():
-                raise ImportFailure("no such file or folder", path=str(given))
-            if path.is_dir():
-                roots.append(ImportRoot(path, str(given).rstrip("/") or "/"))
-                continue
-            if archive_kind(path) is None:
-                raise ImportFailure(
-                    "not a folder or a .zip / .tar.gz archive of a workspace", path=str(given)
-                )
-            # Named after the archive so a lone iteration folder inside gets its skill's name
-            # from "<skill>.zip" (an eval-magic iteration's skill is its parent folder).
-            into = temp / str(index) / _archive_stem(path)
-            into.mkdir(parents=True)
-            root = extract_archive(
-                path,
-                into,
-                max_bytes=settings.EVALSITE_ARCHIVE_MAX_BYTES,
-                max_files=settings.EVALSITE_ARCHIVE_MAX_FILES,
-            )
-            display = str(given) if root == into else f"{given}!/{root.name}"
-            roots.append(ImportRoot(root, display))
-        yield roots
-    finally:
-        shutil.rmtree(temp, ignore_errors=True)
-
-
-def _archive_stem(path: Path) -> str:
-    name = path.name
-    for suffix in (".tar.gz", ".tgz", ".zip", ".tar"):
-        if name.lower().endswith(suffix):
-            return name[: -len(suffix)] or "archive"
-    return name
-
-
-__all__ = ["ImportRoot", "import_roots", "import_workspace"]
+__all__ = ["import_roots", "import_workspace"]

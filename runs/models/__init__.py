@@ -20,6 +20,15 @@ from .gradings import LOW_CONFIDENCE, AssertionResult, Grading, GradingHistory, 
 from .iterations import LARGE_ITERATION_FIELDS, Condition, Iteration, IterationNotFound
 from .runs import CELL_FIELDS, Run
 from .skills import EvalCase, Skill
+from .triggers import (
+    Split,
+    TriggerFormat,
+    TriggerIteration,
+    TriggerOutcome,
+    TriggerQuery,
+    TriggerRun,
+    TriggerSet,
+)
 
 __all__ = [
     "CELL_FIELDS",
@@ -41,7 +50,14 @@ __all__ = [
     "Run",
     "RunStatus",
     "Skill",
+    "Split",
     "SourceKind",
     "TimingSource",
+    "TriggerFormat",
+    "TriggerIteration",
+    "TriggerOutcome",
+    "TriggerQuery",
+    "TriggerRun",
+    "TriggerSet",
     "role_for_condition",
 ]

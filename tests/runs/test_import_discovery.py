@@ -254,8 +254,9 @@ def test_author_formats_are_refused_by_name_and_the_rest_imported(tmp_path: Path
         "without skill-creator's runs[]; it holds iteration, per_case), and no gradings beside it",
         f"{evals}/iteration-2/eval_summary.json: unrecognised result format (eval_summary.json "
         "verdicts)",
-        f"{evals}/trigger-results.json: unrecognised result format (trigger-eval results "
-        "(not imported yet))",
+        f"{evals}/trigger-results.json: unrecognised result format (its name says trigger "
+        "evals, but it holds neither a set of {query, should_trigger} nor results evalsite "
+        "reads)",
     ]
 
 

@@ -1,0 +1,188 @@
+"""Writing trigger sets and trigger results found by discovery: create, update or skip.
+
+A set becomes a version of the skill's trigger queries (`TriggerSet`); each description a
+result tested becomes a trigger iteration, numbered once, keyed by its file (and loop step)
+so a re-import updates it and an unchanged one is skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from runs.changes import changed
+from runs.models import Skill, TriggerFormat, TriggerIteration, TriggerQuery, TriggerSet
+from runs.stats.triggers import QueryOutcome, broken_harness
+from runs.warnings import ValidityWarning
+
+from .fitting import shortened
+from .records import SkillDefinitions
+from .report import ImportReport
+from .triggers import SET, ParsedSet, ParsedTriggers, read_results, read_sets, sniff
+
+#: run_loop.py's --results-dir names each run's folder by its start: 2026-01-31_142501.
+FOLDER_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[_T](\d{2})(\d{2})(\d{2})")
+
+
+def write_trigger_file(
+    *,
+    skill: Skill,
+    path: Path,
+    display: str,
+    data: Any,
+    part: str | None,
+    definitions: SkillDefinitions | None,
+    report: ImportReport,
+    why: str,
+) -> None:
+    """Write the set or the results in `data` (only `part`'s, for a many-skills file)."""
+    if sniff(data) == SET:
+        for parsed in read_sets(data, display):
+            if part is None or parsed.skill_name == part:
+                _write_set(skill, parsed, display, report)
+    else:
+        for parsed in read_results(data, display):
+            if part is None or parsed.skill_name == part:
+                _write_results(skill, parsed, path, display, part, definitions, report)
+        report.placed.append((skill.name, path.name, display, why))
+    changed()
+
+
+def _write_set(skill: Skill, parsed: ParsedSet, display: str, report: ImportReport) -> None:
+    _, created = TriggerSet.objects.get_or_create(
+        skill=skill,
+        fingerprint=parsed.fingerprint(),
+        defaults={"source_path": display, "queries": parsed.queries},
+    )
+    report.count("trigger sets", "created" if created else "skipped")
+
+
+def _write_results(
+    skill: Skill,
+    parsed: ParsedTriggers,
+    path: Path,
+    display: str,
+    part: str | None,
+    definitions: SkillDefinitions | None,
+    report: ImportReport,
+) -> None:
+    key = display + (f":{part}" if part else "") + (f"#{parsed.step}" if parsed.step else "")
+    digest = parsed.digest()
+    existing = TriggerIteration.objects.filter(skill=skill, source_key=key).first()
+    if existing is not None and existing.content_hash == digest:
+        report.count("trigger iterations", "skipped")
+        return
+    description, warnings = _description(skill, parsed, definitions)
+    label = (
+        path.name + (f" ({part})" if part else "") + (f" step {parsed.step}" if parsed.step else "")
+    )
+    fields = {
+        "label": shortened(label, TriggerIteration, "label"),
+        "source_path": display,
+        "source_format": parsed.format
+        if parsed.format in TriggerFormat.values
+        else TriggerFormat.RUN_EVAL,
+        "description": description,
+        "description_recorded": parsed.description is not None,
+        "loop_step": parsed.step,
+        "is_best": parsed.is_best,
+        "threshold": parsed.threshold,
+        "runs_per_query": max((q.runs for q in parsed.queries if q.runs), default=None),
+        "generated_at": _generated_at(path, parsed),
+        "validity_warnings": [w.as_json() for w in [*parsed.warnings, *warnings]]
+        + _measurement_warnings(parsed),
+        "provenance": parsed.provenance,
+        "content_hash": digest,
+        "trigger_set": _set_of(skill, parsed),
+    }
+    if existing is None:
+        iteration = TriggerIteration.objects.create(
+            skill=skill,
+            number=TriggerIteration.objects.next_number(skill),
+            source_key=key,
+            **fields,
+        )
+        report.count("trigger iterations", "created")
+    else:
+        iteration = existing
+        for name, value in fields.items():
+            setattr(iteration, name, value)
+        iteration.save()
+        iteration.queries.all().delete()
+        report.count("trigger iterations", "updated")
+    TriggerQuery.objects.bulk_create(
+        [
+            TriggerQuery(
+                iteration=iteration,
+                position=position,
+                query=q.query,
+                should_trigger=q.should_trigger,
+                expected_skill=q.expected,
+                split=q.split,
+                triggers=q.triggers,
+                runs=q.runs,
+                rate=q.rate,
+                recorded_pass=q.recorded_pass,
+                errors=q.errors,
+                loaded=q.loaded,
+                extra=q.extra,
+            )
+            for position, q in enumerate(parsed.queries)
+        ],
+        batch_size=500,
+    )
+
+
+def _description(
+    skill: Skill, parsed: ParsedTriggers, definitions: SkillDefinitions | None
+) -> tuple[str, list[ValidityWarning]]:
+    """The description tested: as recorded, else SKILL.md's (said so in a warning)."""
+    if parsed.description is not None:
+        return parsed.description, []
+    known = (definitions.description if definitions else "") or skill.description
+    source = "its skill folder" if definitions and definitions.description else "stored"
+    prefix = parsed.provenance.get("description_prefix")
+    if isinstance(prefix, str):
+        if known.startswith(prefix.rstrip()):
+            return known, [ValidityWarning("trigger-description-from-skill", {"source": source})]
+        return prefix + "...", [ValidityWarning("trigger-description-cut")]
+    return known, [ValidityWarning("trigger-description-from-skill", {"source": source})]
+
+
+def _measurement_warnings(parsed: ParsedTriggers) -> list[dict[str, Any]]:
+    outcomes = [
+        QueryOutcome(q.query, q.should_trigger, q.triggers, q.runs, q.rate, q.errors)
+        for q in parsed.queries
+    ]
+    warnings = []
+    if any(q.runs is None and q.rate is not None for q in parsed.queries):
+        warnings.append(ValidityWarning("trigger-rates-only").as_json())
+    if cause := broken_harness(outcomes):
+        warnings.append(ValidityWarning("trigger-harness-broken", {"cause": cause}).as_json())
+    return warnings
+
+
+def _set_of(skill: Skill, parsed: ParsedTriggers) -> TriggerSet | None:
+    """The stored version of the skill's trigger set that holds exactly these queries."""
+    texts = {q.query for q in parsed.queries}
+    for candidate in skill.trigger_sets.all():
+        if {q.get("query") for q in candidate.queries} == texts:
+            return candidate
+    return None
+
+
+def _generated_at(path: Path, parsed: ParsedTriggers) -> datetime | None:
+    """When the result was made: a timestamp it records, else its folder's name."""
+    recorded = parsed.provenance.get("timestamp") or parsed.provenance.get("generated_at")
+    if isinstance(recorded, str):
+        try:
+            moment = datetime.fromisoformat(recorded.replace("Z", "+00:00"))
+            return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        except ValueError:
+            pass
+    for folder in (path.parent.name, path.parent.parent.name):
+        if match := FOLDER_TIME.search(folder):
+            return datetime(*map(int, match.groups()), tzinfo=UTC)
+    return None
