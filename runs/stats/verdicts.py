@@ -44,9 +44,9 @@ def format_p_value(p: float) -> str:
     return f"p = {text.rstrip('0').rstrip('.')}"
 
 
-def count_phrase(n: int, noun: str = "eval") -> str:
-    """Return "1 eval" / "12 evals"."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+def count_phrase(n: int, noun: str = "eval", plural: str | None = None) -> str:
+    """Return "1 eval" / "12 evals" (or the `plural` given: "3 queries")."""
+    return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
 
 
 def _confidence_label(confidence: float) -> str:
@@ -60,8 +60,11 @@ def delta_verdict(
     control: str | None = None,
     confidence: float = 0.95,
     alpha: float = 0.05,
+    unit: tuple[str, str] = ("eval", "evals"),
 ) -> str:
     """Return one sentence saying which side wins, by how much, and how sure that is.
+
+    `unit` names what the differences were paired over (singular, plural).
 
     - interval above 0: "with_skill beats without_skill by +0.42 (95% CI +0.18 to +0.66,
       p = 0.008, 12 evals)";
@@ -77,24 +80,25 @@ def delta_verdict(
     treatment = treatment or (delta.treatment if delta else "treatment")
     control = control or (delta.control if delta else "control")
     n = delta.n if delta else 0
+    counted = count_phrase(n, *unit)
     if delta is None or n < MIN_EVALS or delta.interval is None:
         return (
             f"too little data to compare {treatment} with {control}: "
-            f"{count_phrase(n)} in both, at least {MIN_EVALS} needed"
+            f"{counted} in both, at least {MIN_EVALS} needed"
         )
     ci = _confidence_label(confidence)
     p_text = f", {format_p_value(delta.p_value)}" if delta.p_value is not None else ""
     if delta.interval.spans_zero:
         return (
             f"difference not distinguishable from noise ({signed(delta.mean)}, "
-            f"{ci} {format_interval(delta.interval)}{p_text}, {count_phrase(n)})"
+            f"{ci} {format_interval(delta.interval)}{p_text}, {counted})"
         )
     winner, loser, amount, interval = treatment, control, delta.mean, delta.interval
     if delta.mean < 0:
         winner, loser, amount, interval = control, treatment, -delta.mean, interval.mirrored()
     sentence = (
         f"{winner} beats {loser} by {signed(amount)} "
-        f"({ci} {format_interval(interval)}{p_text}, {count_phrase(n)})"
+        f"({ci} {format_interval(interval)}{p_text}, {counted})"
     )
     if delta.p_value is not None and delta.p_value >= alpha:
         sentence += ", though the permutation test cannot rule out chance"
