@@ -1,12 +1,10 @@
-"""Folder to first view: how soon after an import starts its iteration's page can be seen.
+"""Folder to first view, the import bench's (d): how soon an importing iteration can be seen.
 
-A gunicorn (bench/serving.py) already serves the freshly migrated, empty database, as a
-running evalsite would; then `manage.py importworkspace WS` starts, and this process polls
-the database until the iteration is committed (another connection sees it) and at once
-GETs the iteration's page: nothing of it is cached, the import has just started a new
-generation. "Folder to first view" is from the import's start to that page's last byte.
-The import may go on after its commit (a large iteration's search index is built then):
-its own end, and whether the index is then complete, are reported beside.
+While gunicorn (bench/serving.py) serves a fresh database, `importworkspace` starts; the
+database is polled until the iteration is committed and its page is fetched at once.
+Folder to first view is the import's start to that page's last byte, set beside the peer's
+aggregate + review (bench/peer_skill_creator.py) measured just before it. The import's own
+end (a large iteration's search index is built after the commit) is reported beside.
 """
 
 from __future__ import annotations
@@ -23,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.peer_skill_creator import aggregate_like_skill_creator, review_like_skill_creator
+from bench.reporting import verdict
 from bench.serving import REQUEST_TIMEOUT, gunicorn, hammer
 
 #: How often the database is asked whether the iteration is there yet.
@@ -134,3 +134,58 @@ def _get(port: int, path: str) -> int:
 def _output(proc: subprocess.Popen) -> str:
     out, _ = proc.communicate()
     return out.decode(errors="replace").strip()
+
+
+@dataclass
+class Peer:
+    """skill-creator's own tools over the same iteration (bench/peer_skill_creator.py)."""
+
+    aggregate: float
+    review: float
+    #: Their CPU time (this process's, user + system).
+    cpu: float
+    page_bytes: int
+
+    @property
+    def total(self) -> float:
+        return self.aggregate + self.review
+
+
+def measure_peer(workspace: Path, base: Path) -> Peer:
+    """The peer's aggregate and review over the workspace, one after the other."""
+    cpu = time.process_time()
+    aggregate = aggregate_like_skill_creator(workspace, base / "aggregated.json")
+    review, page = review_like_skill_creator(workspace, base / "review.html")
+    (base / "review.html").unlink(missing_ok=True)
+    return Peer(aggregate, review, time.process_time() - cpu, page)
+
+
+def report_first_view(rounds: list[tuple[Peer, FirstView]]) -> bool:
+    """Print folder -> first view beside the peer's aggregate + review measured just before
+    it (the round with the lowest ratio); whether it is below the peer's."""
+    peer, best = min(rounds, key=lambda r: r[1].folder_to_first_view / r[0].total)
+    ratio = best.folder_to_first_view / peer.total
+    exact = best.documents == best.runs and best.pending == 0
+    of = f", best of {len(rounds)} rounds" if len(rounds) > 1 else ""
+    print(
+        f"\nfolder -> first view, beside the peer (skill-creator) just before it{of}:\n"
+        f"  peer: aggregate_benchmark.py's work (json.load of every grading.json and "
+        f"timing.json, statistics, benchmark.json written) {peer.aggregate:.2f} s + "
+        f"generate_review.py --static's work (every run's outputs and grading in one page of "
+        f"{peer.page_bytes / 2**20:.0f} MB) {peer.review:.2f} s = {peer.total:.2f} s "
+        f"({peer.cpu:.2f} s CPU)\n"
+        f"  evalsite: import committed after {best.committed:.2f} s ({best.committed_cpu:.2f} s "
+        f"CPU, start-up included), then the iteration page's first view "
+        f"{best.view * 1000:.0f} ms ({best.size / 1024:.0f} KB) = "
+        f"{best.folder_to_first_view:.2f} s\n"
+        f"  the import's process ended after {best.finished:.2f} s (search index built after "
+        f"the commit): {best.documents:,} documents for {best.runs:,} runs, "
+        f"{best.pending} iteration(s) still pending{'' if exact else '  !! not exact'}"
+    )
+    ok = ratio < 1 and exact
+    cpu_ratio = best.committed_cpu / peer.cpu
+    print(
+        f"  folder -> first view / peer aggregate + review = {ratio:.2f}x "
+        f"(CPU to the commit / peer CPU {cpu_ratio:.2f}x)   target < 1x  {verdict(ok)}"
+    )
+    return ok

@@ -3,46 +3,16 @@
     python bench/pages_bench.py [--database sqlite|postgres|both] [--quick]
                                 [--skills 5 --iterations 20 --evals 30 --runs 3 --assertions 6]
                                 [--clients 8] [--requests 50] [--solo 20] [--keep DIR]
-                                [--conn-max-age S] [--first 5] [--check]
+                                [--conn-max-age S] [--first 5] [--big-evals 300 --big-runs 10]
+                                [--check]
 
-Loads the import benchmark's workspace (bench/generate.py, the same scale and seed) and one
-more skill, `long-conversations`, whose single eval has 10 runs (5 per condition) of
-200-event conversations, into a fresh database (untimed). Then serves the site the way
-production does: `collectstatic`, and `gunicorn evalsite.wsgi -w 2 --threads 4` on
-127.0.0.1 with DEBUG off and EVALSITE_PUBLIC_READ=1 (the clients are anonymous; without
-it every page redirects to the login). Each page type is requested by CLIENTS concurrent keep-alive
-clients, REQUESTS times each, after an untimed warm-up:
-
-    static file (the floor)  /static/css/evalsite.css
-    overview                 /
-    skill                    /skills/<s>/
-    iteration                /skills/<s>/iterations/<n>/            (n: the latest)
-    compare                  /skills/<s>/compare/?a=<n-1>&b=<n>
-    eval                     /skills/<s>/iterations/<n>/evals/<id>/
-    run                      /skills/<s>/iterations/<n>/evals/<id>/<condition>/<k>/
-    long eval                the eval page of `long-conversations` (first view)
-    conversation fragment    one of its 200-event conversations, loaded on demand
-    big iteration            /skills/pdf-form-filling/iterations/1/: skill-creator, 300 evals
-                             x 2 configurations x 10 runs (6,000 runs, 36,000 results;
-                             bench/generate_skill_creator.py, --big-evals / --big-runs)
-
-After each concurrent round, one client alone requests the page SOLO times: its p50 is the
-page's own cost, without queueing behind the other clients. Then FIRST times, it requests
-the page right after starting a new dashboard generation (runs.generation, written straight
-into the database as an import or a review would): the "1st" column, the p50 of those, is
-what the first visitor after a change waits for, every cached region rendered afresh.
-
-Targets: overview, skill and iteration p95 <= 250 ms and <= 15 x the static floor's p95;
-the long eval's first view p95 <= 250 ms, under the concurrent clients, for one client
-alone (the issue's case: one person opening the page), and as the first view after a new
-generation (nothing cached); the big iteration's first view after a new generation (what
-its first visitor after the import waits for) p95 <= 250 ms and <= 300 KB of HTML (issue
-#14). The server is stopped at the end,
-even on error. The exit status is 0 (this is a report) unless --check is given and a
-target is missed.
-
-STATIC_ROOT is fixed by evalsite/settings.py (<project>/staticfiles, git-ignored), so
-`collectstatic` writes there.
+The import bench's workspace, a skill of 200-event conversations and a 300-eval
+skill-creator iteration, served by `gunicorn -w 2 --threads 4` with DEBUG off. Per page:
+CLIENTS keep-alive clients x REQUESTS, then one client alone SOLO times, then FIRST views
+each after a new dashboard generation (nothing cached). Targets: overview, skill, iteration
+p95 <= 250 ms and <= 15x the static file's p95; the long eval's p95 <= 250 ms (concurrent,
+alone and first view); the big iteration's first view p95 <= 250 ms and <= 300 KB. The exit
+status is 0 (a report) unless --check is given and a target is missed.
 """
 
 from __future__ import annotations
@@ -55,34 +25,20 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from datetime import UTC, datetime
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
 if str(PROJECT) not in sys.path:
     sys.path.insert(0, str(PROJECT))  # run as a script: make `bench` importable
 
+from bench.databases import DATABASES, empty_database  # noqa: E402
+from bench.django_process import django_env, load_workspaces, manage  # noqa: E402
 from bench.generate import generate_workspace  # noqa: E402
 from bench.generate_skill_creator import SKILL as BIG_SKILL  # noqa: E402
 from bench.generate_skill_creator import generate_skill_creator_workspace  # noqa: E402
-from bench.import_bench import (  # noqa: E402
-    FULL,
-    QUICK,
-    git_head,
-    load_note,
-    machine,
-    prepare_workspace,
-)
+from bench.reporting import load_note, percentile, print_header, verdict  # noqa: E402
 from bench.serving import Round, first_views, gunicorn, hammer  # noqa: E402
-from bench.stats_bench import (  # noqa: E402
-    DATABASES,
-    bench_database,
-    django_env,
-    load_workspaces,
-    manage,
-    percentile,
-    verdict,
-)
+from bench.workspaces import FULL, QUICK, prepare_workspace  # noqa: E402
 
 STATIC_PATH = "/static/css/evalsite.css"
 LONG_SKILL = "long-conversations"
@@ -301,7 +257,7 @@ def report(
 
 def run_database(kind: str, workspaces: list[Path], base: Path, args: argparse.Namespace) -> list:
     print(f"\n[{kind}]")
-    with bench_database(kind, base, "pages") as url:
+    with empty_database(kind, base, "pages") as url:
         # Every page needs a login unless EVALSITE_PUBLIC_READ opens reading (a private
         # network's setting): the bench's clients are anonymous.
         extra = {"ALLOWED_HOSTS": "127.0.0.1", "EVALSITE_PUBLIC_READ": "1"}
@@ -384,9 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     base = (args.keep or Path(tempfile.mkdtemp(prefix="evalsite-pages-bench-"))).resolve()
     base.mkdir(parents=True, exist_ok=True)
     try:
-        print(f"evalsite page benchmark, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
-        print(f"git HEAD: {git_head()}")
-        print(f"machine: {machine()}")
+        print_header("page benchmark")
         workspace = prepare_workspace(base, scale, args.seed)
         long = prepare_long_skill(base, args.seed)
         print(f"  + {LONG_SKILL}: 1 eval, 2 conditions x 5 runs of {LONG_EVENTS} events")

@@ -1,30 +1,15 @@
-"""Search and transcript benchmark: the import bench's workspace, searched; a 2,000-event
-transcript, rendered.
+"""Search and transcript benchmark: the import bench's workspace searched, a 2,000-event
+transcript rendered.
 
     python bench/search_bench.py [--database sqlite|postgres|both] [--quick] [--keep DIR]
                                  [--repeat 30] [--check]
 
-Generates the import benchmark's workspace (bench/generate.py, the same scale and seed:
-18,000 runs; `--quick`: 1,620) and one more skill, `long-transcript`, whose single run has a
-2,000-event conversation. On each database it imports them into a fresh database with
-`manage.py importworkspace` (timed: the search index is written by the import), then, in a
-child process set up on that database, measures server time in-process (no network):
-
-    search   each query of QUERIES, REPEAT times, through the search page with the test
-             client (parsing, the database's full-text match and ranking, the count,
-             snippets and rendering); the API answers from the same function
-    fragment the 2,000-event conversation fragment: as the first view after a new
-             dashboard generation (what an import or a review starts: the region is
-             rendered afresh, every event shaped, each message's Markdown from the
-             cache of rendered text), with nothing cached at all (the Markdown parsed
-             too), and from the cache
-
-and checks that the index is exact after a re-import of the same workspace: one document
-per run, and on SQLite FTS5's own integrity check.
-
-Targets: search p95 <= 200 ms for every query; fragment p95 <= 250 ms as the first view
-after a new generation (the convention of bench/pages_bench.py's "1st" column). The exit
-status is 0 (this is a report) unless --check is given and a target is missed.
+On each database: the workspace and a `long-transcript` skill imported (timed, as the import
+writes the search index) and imported again, then, in-process with the test client, each
+query of QUERIES through the search page and the transcript fragment (first view after a new
+generation, nothing cached, cached); last, the index is checked exact. Targets: search p95
+<= 200 ms for every query; fragment p95 <= 250 ms as the first view after a new generation.
+The exit status is 0 (a report) unless --check is given and a target is missed.
 """
 
 from __future__ import annotations
@@ -45,16 +30,10 @@ PROJECT = Path(__file__).resolve().parent.parent
 if str(PROJECT) not in sys.path:
     sys.path.insert(0, str(PROJECT))  # run as a script: make `bench` importable
 
+from bench.databases import DATABASES, databases, server_version  # noqa: E402
+from bench.django_process import MANAGE, django_env  # noqa: E402
 from bench.generate import generate_workspace  # noqa: E402
-from bench.import_bench import (  # noqa: E402
-    DATABASES,
-    FULL,
-    MANAGE,
-    QUICK,
-    databases,
-    django_env,
-    server_version,
-)
+from bench.workspaces import FULL, QUICK  # noqa: E402
 
 TARGET_SEARCH_MS = 200
 TARGET_FRAGMENT_MS = 250
@@ -133,6 +112,8 @@ def write_long_transcript(root: Path, events: int = TRANSCRIPT_EVENTS) -> None:
 
 
 def percentile(values: list[float], fraction: float) -> float:
+    """The value at rank `fraction` x (n - 1): this bench's recorded figures use this rule,
+    not the nearest rank of bench/reporting.py."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 

@@ -1,30 +1,20 @@
-"""Skill-page statistics benchmark: `trend_points` against one GROUP BY query.
+"""Skill-page statistics benchmark: `trend_points` against one GROUP BY query as the floor.
 
     python bench/stats_bench.py [--database sqlite|postgres|both] [--iterations 20 --evals 30
                                 --runs 3 --assertions 6] [--repeat 100] [--keep DIR]
                                 [--profile] [--check]
 
-Generates an eval-magic workspace of one skill (bench/generate.py), imports it with
-`manage.py importworkspace` into a fresh database (untimed), then measures, warm and many
-times over, in a subprocess with DJANGO_SETTINGS_MODULE=evalsite.settings:
-
-(a) `runs.overview.trend_points(skill)`: everything the skill page's charts need (per
-    iteration and condition: clustered score with its interval, paired delta with its
-    p-value, invocation rate, cost), computed through `summarise_iterations`;
-(b) the floor: ONE raw SQL query over runs_run JOIN runs_condition JOIN runs_grading
-    returning per-(iteration, condition, eval) sums of passes and runs for that skill,
-    every row fetched. No statistics can be computed from less.
-
-Target: median (a) <= 3 x median (b), on SQLite and on PostgreSQL. For PostgreSQL a
-throwaway database is created (and dropped) on postgres://evalsite:evalsite@127.0.0.1:5432.
-The exit status is 0 (this is a report) unless --check is given and a target is missed.
+One skill of the import bench's workspace, imported into a fresh database (untimed); then,
+warm and interleaved in a Django subprocess, `runs.overview.trend_points(skill)` (all the
+skill page's charts need) and the floor, one raw query of per-(iteration, condition, eval)
+sums that no computation of those figures can read less than. Target: median <= 3x the
+floor's, on each database. The exit status is 0 (a report) unless --check and a miss.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import signal
 import statistics
@@ -32,9 +22,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,19 +29,13 @@ PROJECT = Path(__file__).resolve().parent.parent
 if str(PROJECT) not in sys.path:
     sys.path.insert(0, str(PROJECT))  # run as a script: make `bench` importable
 
-from bench.import_bench import (  # noqa: E402
-    POSTGRES,
-    drop_database,
-    git_head,
-    load_note,
-    machine,
-    prepare_workspace,
-)
+from bench.databases import DATABASES, empty_database  # noqa: E402
+from bench.django_process import django_env, load_workspaces  # noqa: E402
+from bench.reporting import load_note, percentile, print_header, verdict  # noqa: E402
+from bench.workspaces import prepare_workspace  # noqa: E402
 
-MANAGE = PROJECT / "manage.py"
 FULL = {"skills": 1, "iterations": 20, "evals": 30, "runs": 3, "assertions": 6}
 TARGET_RATIO = 3.0
-DATABASES = ("sqlite", "postgres")
 
 #: The floor: what any computation of the skill page's statistics has to read, at least.
 FLOOR_SQL = """
@@ -66,82 +47,6 @@ JOIN runs_grading g ON g.run_id = r.id
 WHERE r.iteration_id IN (SELECT id FROM runs_iteration WHERE skill_id = %s)
 GROUP BY r.iteration_id, c.name, r.eval_id
 """
-
-
-# --- databases and subprocesses (pages_bench.py uses these too) ------------------------
-
-
-def django_env(database_url: str, **extra: str) -> dict[str, str]:
-    """The environment of a Django subprocess: production settings on `database_url`."""
-    env = dict(os.environ)
-    env.update(
-        DJANGO_SETTINGS_MODULE="evalsite.settings",
-        SECRET_KEY="bench",
-        DEBUG="0",
-        DATABASE_URL=database_url,
-        **extra,
-    )
-    return env
-
-
-@contextmanager
-def bench_database(kind: str, base: Path, name: str) -> Iterator[str]:
-    """A fresh, empty database of `kind` for the duration; yields its DATABASE_URL.
-
-    SQLite: a file under `base`, deleted first. PostgreSQL: a database named after `name`
-    and this process, created on the local cluster and dropped on the way out, even on error.
-    """
-    if kind == "sqlite":
-        db = base / f"{name}.sqlite3"
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(f"{db}{suffix}").unlink(missing_ok=True)
-        yield f"sqlite:///{db}"
-        return
-    import psycopg
-
-    dbname = f"evalsite_bench_{name}_{os.getpid()}"
-    with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{dbname}"')
-        admin.execute(f'CREATE DATABASE "{dbname}"')
-    try:
-        yield f"{POSTGRES}/{dbname}"
-    finally:
-        drop_database(dbname)
-
-
-def manage(args: list[str], env: dict[str, str]) -> str:
-    """Run `manage.py ARGS… --skip-checks` in a subprocess; its output, or exit on failure."""
-    proc = subprocess.run(
-        [sys.executable, str(MANAGE), *args, "--skip-checks"],
-        cwd=PROJECT,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    output = (proc.stdout + proc.stderr).strip()
-    if proc.returncode != 0:
-        raise SystemExit(f"manage.py {' '.join(args)} failed (exit {proc.returncode}):\n{output}")
-    return output
-
-
-def load_workspaces(paths: list[Path], env: dict[str, str]) -> float:
-    """Migrate the database and import `paths` into it; the import's seconds."""
-    manage(["migrate", "--verbosity", "0"], env)
-    start = time.perf_counter()
-    output = manage(["importworkspace", *map(str, paths)], env)
-    seconds = time.perf_counter() - start
-    print(f"  imported in {seconds:.1f} s: {output.splitlines()[-1] if output else '(no output)'}")
-    return seconds
-
-
-def percentile(values: list[float], share: float) -> float:
-    """The `share` quantile of `values` (nearest rank), e.g. 0.95 for p95."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(share * len(ordered)) - 1))]
-
-
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
 
 
 # --- the measurement, inside a Django subprocess ----------------------------------------
@@ -265,7 +170,7 @@ def _profile(fn: Any, calls: int = 10, limit: int = 18) -> str:
 
 def run_database(kind: str, workspace: Path, base: Path, args: argparse.Namespace) -> dict:
     print(f"\n[{kind}]")
-    with bench_database(kind, base, "stats") as url:
+    with empty_database(kind, base, "stats") as url:
         # The target is for computing the figures, not for reading them from the cache.
         env = django_env(url, EVALSITE_CACHE="off")
         load_workspaces([workspace], env)
@@ -349,9 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     base = (args.keep or Path(tempfile.mkdtemp(prefix="evalsite-stats-bench-"))).resolve()
     base.mkdir(parents=True, exist_ok=True)
     try:
-        print(f"evalsite statistics benchmark, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
-        print(f"git HEAD: {git_head()}")
-        print(f"machine: {machine()}")
+        print_header("statistics benchmark")
         workspace = prepare_workspace(base, scale, args.seed)
         kinds = DATABASES if args.database == "both" else (args.database,)
         results = {}
