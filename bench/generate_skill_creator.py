@@ -1,31 +1,17 @@
-"""Generate a synthetic skill-creator workspace (SPEC §3.3) for import benchmarks.
+"""Generate a synthetic skill-creator workspace (SPEC §3.3) for the benchmarks.
 
-    python -m bench.generate OUT_DIR --layout skill-creator [--evals 300 --runs 10
-                                                             --assertions 6 --seed 0]
-
-Writes `<OUT_DIR>/<skill>-workspace/iteration-1/` as skill-creator leaves it after a
-benchmark: `eval-<n>/eval_metadata.json` ({eval_id, eval_name, prompt, assertions}), per run
-`eval-<n>/<with_skill|without_skill>/run-<k>/` with the grader's `grading.json`
-(expectations with evidence, summary, execution_metrics, timing, claims,
-user_notes_summary, sometimes eval_feedback), `timing.json` (tokens and durations from the
-task notification) and `outputs/` (~4 KB: a Markdown summary, usually a diff, the executor's
-metrics.json), then `benchmark.json` and `benchmark.md` as skill-creator's aggregator writes
-them (runs[] with each run's expectations, run_summary with mean/stddev/min/max, delta
-strings, the analyzer's notes).
-
-The quirks the importer normalises are there in realistic proportions: ~5 % of gradings have
-no `summary` (the grader is an agent), ~1 % of timings are zeros (nothing recorded). Every
-eval is a function of the seed and its number, so the tree does not depend on the number of
-worker processes.
+`<root>/<skill>-workspace/iteration-1/` as skill-creator leaves it after a benchmark: per
+eval `eval_metadata.json`, per run the grader's `grading.json`, `timing.json` and ~4 KB of
+`outputs/`, then benchmark.json and benchmark.md (bench/skill_creator_benchmark.py). The
+quirks the importer normalises come in realistic shares: ~5 % of gradings lack `summary`,
+~1 % of timings are zeros. Each eval is seeded by its number, so the tree does not depend
+on the number of worker processes.
 """
 
 from __future__ import annotations
 
-import math
-import multiprocessing
 import os
 import random
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -34,12 +20,18 @@ from typing import Any
 
 import orjson
 
-from bench.generate import AGENT_MODEL, IDENTS, TOOLS, WORDS, Counts, Pools, Texts, build_pools
+from bench.skill_creator_benchmark import (
+    CONFIGURATIONS,
+    benchmark,
+    benchmark_entry,
+    benchmark_markdown,
+    summary_of,
+)
+from bench.texts import IDENTS, TOOLS, WORDS, Pools, Texts, build_pools
+from bench.writing import Counts, in_processes, write_file, write_json
 
 SKILL = "pdf-form-filling"
-CONFIGURATIONS = ("with_skill", "without_skill")
 TIMESTAMP = datetime(2026, 3, 2, 14, 30, tzinfo=UTC)
-DUMP = orjson.OPT_INDENT_2
 #: A share of gradings the grader agent wrote without `summary`, and of timings recorded as 0.
 NO_SUMMARY = 0.05
 ZERO_TIMING = 0.01
@@ -75,12 +67,6 @@ COMMANDS = ("pytest -x -q", "git status --short", "pdftk form.pdf dump_data_fiel
 DESTRUCTIVE = ("git reset --hard", "rm -rf build/", "git clean -fdx", "git push --force")
 FILES = ("filled_form.pdf", "report.md", "field_values.json", "summary.md", "invoice.csv")
 SECTIONS = ("Summary", "Findings", "Next steps", "Assumptions", "Fields")
-ANALYST_NOTES = (
-    "Expectation '{text}' passes in both configurations: it does not tell the skill apart",
-    "Eval {eval_id} has high variance with the skill ({spread}): possibly flaky",
-    "Without the skill, runs consistently fail the expectations about field mapping",
-    "The skill adds {seconds:.0f} s per run on average and moves the pass rate by {delta}",
-)
 
 
 @dataclass(frozen=True)
@@ -176,7 +162,7 @@ def _grading(
         )
     doc: dict[str, Any] = {"expectations": expectations}
     if rng.random() >= NO_SUMMARY:
-        doc["summary"] = _summary(expectations)
+        doc["summary"] = summary_of(expectations)
     doc["execution_metrics"] = {
         k: metrics[k]
         for k in (
@@ -217,18 +203,6 @@ def _grading(
     return doc
 
 
-def _summary(expectations: list[dict[str, Any]]) -> dict[str, Any]:
-    """The grader's summary; its pass rate rounded to two decimals, as agents write it."""
-    passed = sum(e["passed"] for e in expectations)
-    total = len(expectations)
-    return {
-        "passed": passed,
-        "failed": total - passed,
-        "total": total,
-        "pass_rate": round(passed / total, 2) if total else 0.0,
-    }
-
-
 def _timing(rng: random.Random, start: datetime, *, with_skill: bool) -> dict[str, Any]:
     if rng.random() < ZERO_TIMING:
         return {"total_tokens": 0, "duration_ms": 0, "total_duration_seconds": 0.0}
@@ -255,11 +229,6 @@ def _timing(rng: random.Random, start: datetime, *, with_skill: bool) -> dict[st
     }
 
 
-def _write(path: Path, data: bytes, kind: str, counts: Counts) -> None:
-    path.write_bytes(data)
-    counts.add_file(kind, len(data))
-
-
 def write_eval(
     folder: Path, number: int, *, runs: int, assertions: int, pools: Pools, seed: int
 ) -> tuple[Counts, list[dict[str, Any]]]:
@@ -276,7 +245,7 @@ def write_eval(
         "prompt": spec.prompt,
         "assertions": list(spec.expectations),
     }
-    _write(eval_dir / "eval_metadata.json", orjson.dumps(metadata, option=DUMP), "other", counts)
+    write_json(eval_dir / "eval_metadata.json", metadata, "other", counts)
     entries = []
     for configuration in CONFIGURATIONS:
         for k in range(1, runs + 1):
@@ -307,7 +276,7 @@ def write_eval(
             outputs = _outputs(texts, spec)
             metrics["files_created"] = sorted(outputs)
             metrics["output_chars"] = sum(len(v) for v in outputs.values())
-            outputs["metrics.json"] = orjson.dumps(metrics, option=DUMP)
+            outputs["metrics.json"] = orjson.dumps(metrics, option=orjson.OPT_INDENT_2)
             grading = _grading(
                 texts,
                 spec,
@@ -316,139 +285,15 @@ def write_eval(
                 timing=timing_for_grader,
             )
             for name, data in sorted(outputs.items()):
-                _write(run_dir / "outputs" / name, data, "outputs", counts)
-            _write(run_dir / "grading.json", orjson.dumps(grading, option=DUMP), "grading", counts)
-            _write(run_dir / "timing.json", orjson.dumps(timing, option=DUMP), "timing", counts)
+                write_file(run_dir / "outputs" / name, data, "outputs", counts)
+            write_json(run_dir / "grading.json", grading, "grading", counts)
+            write_json(run_dir / "timing.json", timing, "timing", counts)
             counts.runs += 1
             counts.assertion_results += len(grading["expectations"])
-            entries.append(_benchmark_entry(spec, configuration, k, grading, timing))
+            entries.append(
+                benchmark_entry(spec.eval_id, spec.name, configuration, k, grading, timing)
+            )
     return counts, entries
-
-
-def _benchmark_entry(
-    spec: SkillCreatorEval,
-    configuration: str,
-    run_number: int,
-    grading: dict[str, Any],
-    timing: dict[str, Any],
-) -> dict[str, Any]:
-    """A runs[] entry as skill-creator's aggregator builds it from grading.json.
-
-    Where the grader left `summary` out, the aggregator would record 0 passed of 0; the
-    entry counts the expectations instead, so that benchmark.json agrees with its runs and
-    the importer's cross-check has nothing to warn about (the bench wants clean data).
-    """
-    summary = grading.get("summary") or _summary(grading["expectations"])
-    notes_summary = grading["user_notes_summary"]
-    tokens = timing.get("total_tokens", 0)
-    return {
-        "eval_id": spec.eval_id,
-        "eval_name": spec.name,
-        "configuration": configuration,
-        "run_number": run_number,
-        "result": {
-            "pass_rate": summary["pass_rate"],
-            "passed": summary["passed"],
-            "failed": summary["failed"],
-            "total": summary["total"],
-            "time_seconds": grading["timing"]["total_duration_seconds"],
-            "tokens": tokens or grading["execution_metrics"]["output_chars"],
-            "tool_calls": grading["execution_metrics"]["total_tool_calls"],
-            "errors": grading["execution_metrics"]["errors_encountered"],
-        },
-        "expectations": grading["expectations"],
-        "notes": [
-            *notes_summary["uncertainties"],
-            *notes_summary["needs_review"],
-            *notes_summary["workarounds"],
-        ],
-    }
-
-
-def _stats(values: list[float]) -> dict[str, float]:
-    """The aggregator's figures: mean, sample standard deviation, min, max (4 decimals)."""
-    if not values:
-        return {"mean": 0.0, "stddev": 0.0, "min": 0.0, "max": 0.0}
-    mean = sum(values) / len(values)
-    variance = sum((x - mean) ** 2 for x in values) / (len(values) - 1) if len(values) > 1 else 0
-    return {
-        "mean": round(mean, 4),
-        "stddev": round(math.sqrt(variance), 4),
-        "min": round(min(values), 4),
-        "max": round(max(values), 4),
-    }
-
-
-def benchmark(entries: list[dict[str, Any]], *, runs: int, seed: int) -> dict[str, Any]:
-    """skill-creator's benchmark.json for the runs (entries ordered as the aggregator does)."""
-    rng = random.Random(f"skill-creator/{seed}/benchmark")
-    run_summary: dict[str, Any] = {}
-    for configuration in CONFIGURATIONS:
-        results = [e["result"] for e in entries if e["configuration"] == configuration]
-        run_summary[configuration] = {
-            key: _stats([r[key] for r in results]) for key in ("pass_rate", "time_seconds")
-        }
-        run_summary[configuration]["tokens"] = _stats([r["tokens"] for r in results])
-    a, b = (run_summary[c] for c in CONFIGURATIONS)
-    delta = {
-        key: a[key]["mean"] - b[key]["mean"] for key in ("pass_rate", "time_seconds", "tokens")
-    }
-    run_summary["delta"] = {
-        "pass_rate": f"{delta['pass_rate']:+.2f}",
-        "time_seconds": f"{delta['time_seconds']:+.1f}",
-        "tokens": f"{delta['tokens']:+.0f}",
-    }
-    sample = rng.choice(entries)
-    notes = [
-        ANALYST_NOTES[0].format(text=sample["expectations"][0]["text"]),
-        ANALYST_NOTES[1].format(eval_id=sample["eval_id"], spread="50% ± 40%"),
-        ANALYST_NOTES[2],
-        ANALYST_NOTES[3].format(
-            seconds=delta["time_seconds"], delta=run_summary["delta"]["pass_rate"]
-        ),
-    ]
-    return {
-        "metadata": {
-            "skill_name": SKILL,
-            "skill_path": f"/home/agent/skills/{SKILL}",
-            "executor_model": AGENT_MODEL,
-            "analyzer_model": "claude-opus-4-1-20250805",
-            "timestamp": TIMESTAMP.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "evals_run": sorted({e["eval_id"] for e in entries}),
-            "runs_per_configuration": runs,
-        },
-        "runs": entries,
-        "run_summary": run_summary,
-        "notes": notes,
-    }
-
-
-def benchmark_markdown(doc: dict[str, Any]) -> str:
-    """The short benchmark.md the aggregator writes beside benchmark.json."""
-    summary = doc["run_summary"]
-    a, b = (summary[c] for c in CONFIGURATIONS)
-    lines = [
-        f"# Skill Benchmark: {doc['metadata']['skill_name']}",
-        "",
-        f"**Model**: {doc['metadata']['executor_model']}",
-        f"**Date**: {doc['metadata']['timestamp']}",
-        f"**Evals**: {len(doc['metadata']['evals_run'])} "
-        f"({doc['metadata']['runs_per_configuration']} runs each per configuration)",
-        "",
-        "| Metric | With Skill | Without Skill | Delta |",
-        "|--------|------------|---------------|-------|",
-        f"| Pass Rate | {a['pass_rate']['mean']:.0%} | {b['pass_rate']['mean']:.0%} "
-        f"| {summary['delta']['pass_rate']} |",
-        f"| Time | {a['time_seconds']['mean']:.1f}s | {b['time_seconds']['mean']:.1f}s "
-        f"| {summary['delta']['time_seconds']}s |",
-        f"| Tokens | {a['tokens']['mean']:.0f} | {b['tokens']['mean']:.0f} "
-        f"| {summary['delta']['tokens']} |",
-        "",
-        "## Notes",
-        "",
-        *(f"- {note}" for note in doc["notes"]),
-    ]
-    return "\n".join(lines) + "\n"
 
 
 def _write_evals(
@@ -462,12 +307,7 @@ def _write_evals(
         part, entries[number] = write_eval(
             folder, number, runs=runs, assertions=assertions, pools=pools, seed=seed
         )
-        counts.runs += part.runs
-        counts.assertion_results += part.assertion_results
-        counts.files += part.files
-        counts.bytes += part.bytes
-        for kind, size in part.by_kind.items():
-            counts.by_kind[kind] = counts.by_kind.get(kind, 0) + size
+        counts.merge(part)
     return counts, entries
 
 
@@ -486,21 +326,10 @@ def generate_skill_creator_workspace(
     workers = max(1, min(workers or os.cpu_count() or 1, evals))
     chunks = [list(range(i, evals, workers)) for i in range(workers)]
     job = partial(_write_evals, folder, runs=runs, assertions=assertions, seed=seed)
-    if workers > 1:
-        context = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            parts = list(pool.map(job, chunks))
-    else:
-        parts = [job(chunk) for chunk in chunks]
     total = Counts(skills=1, iterations=1)
     by_eval: dict[int, list[dict[str, Any]]] = {}
-    for counts, entries in parts:
-        total.runs += counts.runs
-        total.assertion_results += counts.assertion_results
-        total.files += counts.files
-        total.bytes += counts.bytes
-        for kind, size in counts.by_kind.items():
-            total.by_kind[kind] = total.by_kind.get(kind, 0) + size
+    for counts, entries in in_processes(job, chunks, workers):
+        total.merge(counts)
         by_eval.update(entries)
     # The aggregator walks sorted(glob("eval-*")), so eval-10 comes before eval-2.
     order = sorted(by_eval, key=lambda n: f"eval-{n}")
@@ -511,16 +340,8 @@ def generate_skill_creator_workspace(
         for entry in by_eval[number]
         if entry["configuration"] == configuration
     ]
-    doc = benchmark(ordered, runs=runs, seed=seed)
-    _write(folder / "benchmark.json", orjson.dumps(doc, option=DUMP), "benchmark", total)
-    _write(folder / "benchmark.md", benchmark_markdown(doc).encode(), "other", total)
-    return {
-        "skills": total.skills,
-        "iterations": total.iterations,
-        "runs": total.runs,
-        "assertion_results": total.assertion_results,
-        "meta_results": 0,
-        "files": total.files,
-        "bytes": total.bytes,
-        "bytes_by_kind": dict(sorted(total.by_kind.items())),
-    }
+    stamp = TIMESTAMP.strftime("%Y-%m-%dT%H:%M:%SZ")
+    doc = benchmark(ordered, skill=SKILL, timestamp=stamp, runs=runs, seed=seed)
+    write_json(folder / "benchmark.json", doc, "benchmark", total)
+    write_file(folder / "benchmark.md", benchmark_markdown(doc).encode(), "other", total)
+    return total.summary()

@@ -15,7 +15,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import generate, generate_skill_creator
+from bench import (
+    eval_magic_runs,
+    generate,
+    generate_skill_creator,
+    skill_creator_benchmark,
+    texts,
+    writing,
+)
 from bench.generate import generate_workspace
 from bench.generate_skill_creator import generate_skill_creator_workspace
 
@@ -27,8 +34,8 @@ SKILL_CREATOR_FULL = {"evals": 300, "runs": 10, "assertions": 6}
 SKILL_CREATOR_QUICK = {"evals": 30, "runs": 3, "assertions": 6}
 #: The modules whose code decides each layout's tree.
 GENERATORS = {
-    "eval-magic": (generate,),
-    "skill-creator": (generate, generate_skill_creator),
+    "eval-magic": (generate, eval_magic_runs, texts, writing),
+    "skill-creator": (generate_skill_creator, skill_creator_benchmark, texts, writing),
 }
 
 
