@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from bench.databases import query
-from bench.floor import COLUMNS
+from bench.floor_tables import COLUMNS
 
 TABLES = tuple(COLUMNS)
 #: Columns that differ between two correct imports: ids, foreign keys, clocks.
