@@ -20,11 +20,9 @@ import argparse
 import json
 import pstats
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +39,7 @@ from bench.import_compare import TABLES, differing_columns, row_counts  # noqa: 
 from bench.import_first_view import (  # noqa: E402
     measure_first_view,
     measure_peer,
-    report_first_view,  # noqa: E402
+    report_first_view,
 )
 from bench.reporting import load_note, print_header, verdict  # noqa: E402
 from bench.workspaces import (  # noqa: E402
@@ -49,7 +47,8 @@ from bench.workspaces import (  # noqa: E402
     QUICK,
     SKILL_CREATOR_FULL,
     SKILL_CREATOR_QUICK,
-    prepare_workspace,  # noqa: E402
+    prepare_workspace,
+    working_folder,
 )
 
 LAYOUTS = ("eval-magic", "skill-creator")
@@ -300,9 +299,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # Unwind like Ctrl-C on SIGTERM, so the PostgreSQL databases are dropped all the same.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    base = (args.keep or Path(tempfile.mkdtemp(prefix="evalsite-bench-"))).resolve()
-    base.mkdir(parents=True, exist_ok=True)
-    try:
+    with working_folder(args.keep, "evalsite-bench-") as base:
         print_header(f"import benchmark ({args.layout})")
         workspace = prepare_workspace(base, scale, args.seed, args.layout)
         oks = []
@@ -311,9 +308,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.quick or scale != full:
             print("(the targets are set for the full scale; fixed start-up costs weigh more here)")
         return 1 if args.check and not all(oks) else 0
-    finally:
-        if args.keep is None:
-            shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":

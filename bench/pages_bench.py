@@ -24,7 +24,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -38,7 +37,7 @@ from bench.generate_skill_creator import SKILL as BIG_SKILL  # noqa: E402
 from bench.generate_skill_creator import generate_skill_creator_workspace  # noqa: E402
 from bench.reporting import load_note, percentile, print_header, verdict  # noqa: E402
 from bench.serving import Round, first_views, gunicorn, hammer  # noqa: E402
-from bench.workspaces import FULL, QUICK, prepare_workspace  # noqa: E402
+from bench.workspaces import FULL, QUICK, prepare_workspace, working_folder  # noqa: E402
 
 STATIC_PATH = "/static/css/evalsite.css"
 LONG_SKILL = "long-conversations"
@@ -337,9 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     scale = {k: getattr(args, k) or (QUICK if args.quick else FULL)[k] for k in FULL}
     if args.big_evals is None:
         args.big_evals = 30 if args.quick else BIG_SCALE["evals"]
-    base = (args.keep or Path(tempfile.mkdtemp(prefix="evalsite-pages-bench-"))).resolve()
-    base.mkdir(parents=True, exist_ok=True)
-    try:
+    with working_folder(args.keep, "evalsite-pages-bench-") as base:
         print_header("page benchmark")
         workspace = prepare_workspace(base, scale, args.seed)
         long = prepare_long_skill(base, args.seed)
@@ -367,9 +364,6 @@ def main(argv: list[str] | None = None) -> int:
         if scale != FULL:
             print("(the targets are set for the full scale)")
         return 1 if args.check and not all(oks) else 0
-    finally:
-        if args.keep is None:
-            shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":

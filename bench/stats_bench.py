@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -32,7 +30,7 @@ if str(PROJECT) not in sys.path:
 from bench.databases import DATABASES, empty_database  # noqa: E402
 from bench.django_process import django_env, load_workspaces  # noqa: E402
 from bench.reporting import load_note, percentile, print_header, verdict  # noqa: E402
-from bench.workspaces import prepare_workspace  # noqa: E402
+from bench.workspaces import prepare_workspace, working_folder  # noqa: E402
 
 FULL = {"skills": 1, "iterations": 20, "evals": 30, "runs": 3, "assertions": 6}
 TARGET_RATIO = 3.0
@@ -251,9 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     # Unwind like Ctrl-C on SIGTERM, so the PostgreSQL database is dropped all the same.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     scale = {**FULL, **{k: getattr(args, k) for k in FULL if k != "skills"}}
-    base = (args.keep or Path(tempfile.mkdtemp(prefix="evalsite-stats-bench-"))).resolve()
-    base.mkdir(parents=True, exist_ok=True)
-    try:
+    with working_folder(args.keep, "evalsite-stats-bench-") as base:
         print_header("statistics benchmark")
         workspace = prepare_workspace(base, scale, args.seed)
         kinds = DATABASES if args.database == "both" else (args.database,)
@@ -266,9 +262,6 @@ def main(argv: list[str] | None = None) -> int:
         if scale != FULL:
             print("(the target is set for the default scale)")
         return 1 if args.check and not all(oks) else 0
-    finally:
-        if args.keep is None:
-            shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":

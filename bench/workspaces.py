@@ -7,11 +7,14 @@ generator writes the tree afresh.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,19 @@ GENERATORS = {
     "eval-magic": (generate, eval_magic_runs, texts, writing),
     "skill-creator": (generate_skill_creator, skill_creator_benchmark, texts, writing),
 }
+
+
+@contextlib.contextmanager
+def working_folder(keep: Path | None, prefix: str) -> Iterator[Path]:
+    """The folder a bench works in: `keep` (made if need be, and kept), or a temporary
+    folder removed at the end."""
+    base = (keep or Path(tempfile.mkdtemp(prefix=prefix))).resolve()
+    base.mkdir(parents=True, exist_ok=True)
+    try:
+        yield base
+    finally:
+        if keep is None:
+            shutil.rmtree(base, ignore_errors=True)
 
 
 def _generator_key(layout: str) -> str:
