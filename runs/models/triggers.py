@@ -39,7 +39,8 @@ class TriggerIterationQuerySet(models.QuerySet):
 
     def get_by_address_or_404(self, skill: str, number: int) -> TriggerIteration:
         """The trigger iteration an address names; Http404 saying so when there is none."""
-        found = self.select_related("skill").filter(skill__name=skill, number=number).first()
+        owner = Skill.objects.get_by_name_or_404(skill)
+        found = self.select_related("skill").filter(skill=owner, number=number).first()
         if found is None:
             raise Http404(f"{skill} has no trigger iteration #{number}.")
         return found
