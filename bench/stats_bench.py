@@ -58,7 +58,7 @@ def measure(repeat: int, profile: bool) -> dict[str, Any]:
     from django.db import connection
 
     from runs.models import Skill
-    from runs.overview import trend_points
+    from runs.reading.skill import trend_points
 
     skill = Skill.objects.order_by("name").first()
     if skill is None:

@@ -31,9 +31,11 @@ from .importing import (
 )
 from .models import Condition, Generation, Iteration, Review, Run, Skill
 from .names import findable
-from .outcomes import eval_magic_benchmark
-from .overview import skill_rows, skill_trends, sort_rows
-from .reports import LIST_FIRST_ITEMS, MATRIX_FIRST_ROWS, compare, iteration_detail
+from .reading.benchmark import eval_magic_benchmark
+from .reading.compare import compare
+from .reading.iteration import LIST_FIRST_ITEMS, MATRIX_FIRST_ROWS, iteration_detail
+from .reading.overview import skill_rows, sort_rows
+from .reading.skill import skill_trends
 from .transcript import transcript_context
 
 

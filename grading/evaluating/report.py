@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from runs.analysis import summarise_iterations
 from runs.models import Iteration
-from runs.reports import compare
+from runs.reading.compare import compare
+from runs.reading.summaries import summarise_iterations
 from runs.stats import format_interval, signed
 
 from .runner import IterationRun

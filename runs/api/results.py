@@ -11,12 +11,12 @@ from ninja.pagination import paginate
 
 from accounts.auth import READ_AUTH
 
-from ..analysis import IterationSummary, summarise_iterations
 from ..models import Iteration, Skill
 from ..names import findable
-from ..outcomes import eval_magic_benchmark
-from ..overview import SkillRow, skill_rows
-from ..reports import Comparison, compare
+from ..reading.benchmark import eval_magic_benchmark
+from ..reading.compare import Comparison, compare
+from ..reading.overview import SkillRow, skill_rows
+from ..reading.summaries import IterationSummary, summarise_iterations
 from .pagination import LazyPage, Pagination
 from .schemas import CompareOut, IterationOut, SkillOut
 

@@ -70,7 +70,7 @@ class ValidityWarningOut(Schema):
 
 
 class IterationOut(Schema):
-    # Reads an `analysis.IterationSummary`: its iteration's fields and the statistics.
+    # Reads a `reading.summaries.IterationSummary`: its iteration's fields and the statistics.
     number: int = Field(alias="iteration.number")
     label: str = Field(alias="iteration.label")
     mode: str = Field(alias="iteration.mode")
@@ -114,7 +114,7 @@ class IterationOut(Schema):
 
 
 class SkillOut(Schema):
-    # Reads an `overview.SkillRow`: the skill and its latest iteration's summary.
+    # Reads a `reading.overview.SkillRow`: the skill and its latest iteration's summary.
     name: str = Field(alias="skill.name")
     description: str = Field(alias="skill.description")
     iterations: int
@@ -247,7 +247,7 @@ class FlipOut(Schema):
 
 
 class CompareOut(Schema):
-    # Reads a `reports.Comparison`: the two iterations and `stats.IterationComparison`.
+    # Reads a `reading.compare.Comparison`: the two iterations and `stats.IterationComparison`.
     before: int = Field(alias="before.number")
     after: int = Field(alias="after.number")
     before_label: str = Field(alias="result.before_label")

@@ -1,9 +1,11 @@
-"""The skill page's trend charts (SPEC §5), as pure functions from plain rows to figures.
+"""Charts as pure functions from plain rows to figures: the skill page's trends (SPEC §5)
+and the overview's sparklines.
 
 - `points`: what a chart reads about one iteration (`TrendPoint`, `ConditionPoint`, …);
 - `figures`: plotly figures as JSON-safe dicts, for `json_script` and static/js/charts.js;
 - `tables`: the same numbers as tables, shown without JavaScript (and a click away with it);
-- `colours`: one colour per condition across the whole site.
+- `colours`: one colour per condition across the whole site;
+- `sparklines`: the overview's tiny inline SVGs of recent deltas (no plotly).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from .choices import (
 )
 from .gradings import LOW_CONFIDENCE, AssertionResult, Grading, GradingHistory, Review
 from .iterations import LARGE_ITERATION_FIELDS, Condition, Iteration, IterationNotFound
-from .runs import CELL_FIELDS, Run
+from .runs import Run
 from .skills import EvalCase, Skill
 from .triggers import (
     Split,
@@ -31,7 +31,6 @@ from .triggers import (
 )
 
 __all__ = [
-    "CELL_FIELDS",
     "CONDITION_ROLES",
     "LARGE_ITERATION_FIELDS",
     "LOW_CONFIDENCE",

@@ -12,63 +12,8 @@ from .fields import JSONField
 from .iterations import Condition, Iteration
 from .skills import EvalCase
 
-#: The columns of `RunQuerySet.cell_aggregates()`, in order.
-CELL_FIELDS = (
-    "iteration_id",
-    "condition_id",
-    "eval_id",
-    "eval_case_id",
-    "runs",
-    "graded",
-    "pass_sum",
-    "errored",
-    "zero_assertions",
-    "invoked",
-    "invocation_n",
-    "called",
-    "called_n",
-    "tokens_sum",
-    "tokens_n",
-    "duration_sum",
-    "duration_n",
-)
-
 
 class RunQuerySet(models.QuerySet):
-    def cell_aggregates(self) -> models.QuerySet:
-        """Per (iteration, condition, eval): run and grading counts, pass-rate, cost sums.
-
-        One GROUP BY over runs joined to their gradings, as tuples in the order of
-        CELL_FIELDS; errored runs count as runs but never in pass rates. The condition's and
-        eval's own attributes are not grouped on: the caller fetches them once each. A
-        covering index on runs (Meta.indexes) keeps this off the transcripts' pages.
-        """
-        # Aggregates over a grading's columns skip runs without one (LEFT JOIN NULLs), and
-        # COUNT(column) counts non-null values: fewer conditions to evaluate on every row.
-        counted = ~models.Q(status=RunStatus.ERRORED)
-        return (
-            self.order_by()
-            .values("iteration_id", "condition_id", "eval_id", "eval_case_id")
-            .annotate(
-                runs=models.Count("id"),
-                graded=models.Count("grading", filter=counted),
-                pass_sum=models.Sum("grading__pass_rate", filter=counted),
-                errored=models.Count("id", filter=models.Q(status=RunStatus.ERRORED)),
-                zero_assertions=models.Count(
-                    "grading", filter=counted & models.Q(grading__total=0)
-                ),
-                invoked=models.Count("id", filter=models.Q(grading__skill_invoked=True)),
-                invocation_n=models.Count("grading__skill_invoked"),
-                called=models.Count("id", filter=models.Q(skill_called=True)),
-                called_n=models.Count("skill_called"),
-                tokens_sum=models.Sum("total_tokens"),
-                tokens_n=models.Count("total_tokens"),
-                duration_sum=models.Sum("duration_ms"),
-                duration_n=models.Count("duration_ms"),
-            )
-            .values_list(*CELL_FIELDS)
-        )
-
     def get_by_address_or_404(
         self, skill: str, number: int, eval_id: str, condition: str, run_index: int
     ) -> Run:
@@ -164,8 +109,9 @@ class Run(models.Model):
         indexes = [
             models.Index(fields=["iteration", "condition", "eval_id"]),
             models.Index(fields=["eval_case"]),
-            # Covers cell_aggregates: SQLite keeps the transcripts inline in each run's row,
-            # and reading them to reach the timing columns made a skill's trend 10x slower.
+            # Covers runs.reading.rows.cell_aggregates: SQLite keeps the transcripts inline
+            # in each run's row, and reading them to reach the timing columns made a skill's
+            # trend 10x slower.
             # PostgreSQL also needs the id (the join to gradings) in the index for an
             # index-only scan; SQLite has it already (the rowid) and ignores `include`.
             models.Index(

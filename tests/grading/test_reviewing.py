@@ -8,10 +8,10 @@ import pytest
 from django.test import Client
 
 from grading.reviewing import ReviewError, override
-from runs.analysis import summarise_iterations
 from runs.importing import import_workspace
 from runs.models import AssertionResult, Iteration, Review, Run
-from runs.outcomes import eval_magic_benchmark
+from runs.reading.benchmark import eval_magic_benchmark
+from runs.reading.summaries import summarise_iterations
 from runs.warnings import messages
 from tests.factories import eval_magic_iteration
 

@@ -12,10 +12,10 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from runs.analysis import summarise_iterations
 from runs.importing import import_workspace
 from runs.models import Iteration
-from runs.outcomes import eval_magic_benchmark
+from runs.reading.benchmark import eval_magic_benchmark
+from runs.reading.summaries import summarise_iterations
 from tests.factories import eval_magic_iteration
 
 pytestmark = pytest.mark.django_db

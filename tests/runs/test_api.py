@@ -11,10 +11,10 @@ import pytest
 from django.test import Client
 
 from accounts.models import ApiToken
-from runs.analysis import summarise_iterations
 from runs.importing import import_workspace
 from runs.models import AssertionResult, EvalCase, Grading, Iteration, Review, Run, Skill
-from runs.outcomes import eval_magic_benchmark
+from runs.reading.benchmark import eval_magic_benchmark
+from runs.reading.summaries import summarise_iterations
 from tests.factories import eval_magic_iteration, write_json
 
 pytestmark = pytest.mark.django_db

@@ -26,7 +26,7 @@ from runs.charts import (
     invocation_trend_figure,
     score_trend_figure,
 )
-from runs.sparklines import sparkline_svg
+from runs.charts.sparklines import sparkline_svg
 from runs.stats.intervals import Interval
 from runs.stats.scores import ConditionScore, PairedDelta, Proportion
 

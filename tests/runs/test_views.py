@@ -317,7 +317,7 @@ def big_iteration(tmp_path: Path) -> str:
 def test_a_big_iteration_shows_its_first_rows_and_lists_with_counts(
     client: Client, big_iteration: str
 ) -> None:
-    from runs.reports import LIST_FIRST_ITEMS, MATRIX_FIRST_ROWS
+    from runs.reading.iteration import LIST_FIRST_ITEMS, MATRIX_FIRST_ROWS
 
     html = page(client, big_iteration)
     matrix = html.split('id="matrix"')[1].split("</table>")[0]
@@ -378,7 +378,7 @@ def test_a_skill_creator_skill_says_its_tool_records_no_invocation(client: Clien
 
 
 def test_a_tiny_token_difference_is_not_priced(client: Client, sample) -> None:
-    from runs.analysis import meaningful_token_difference
+    from runs.reading.summaries import meaningful_token_difference
 
     assert not meaningful_token_difference(120, 30_000)
     assert not meaningful_token_difference(900, 30_000)  # under 5%

@@ -7,7 +7,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from runs.models import Iteration, IterationNotFound
-from runs.outcomes import eval_magic_benchmark
+from runs.reading.benchmark import eval_magic_benchmark
 
 
 class Command(BaseCommand):

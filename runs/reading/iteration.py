@@ -1,16 +1,18 @@
-"""The data behind the iteration and compare pages, built from a fixed number of queries."""
+"""The iteration page: its summary, the eval × condition matrix and the assertion lists.
+
+The same data serves the page's matrix fragment, its full assertion lists
+(`assertion_classes`, `flaky`) and the runs of one matrix cell, in a fixed number of queries.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
 
-from . import stats
-from .analysis import EvalCell, IterationSummary, summarise_iterations
-from .models import EvalCase, Iteration
-from .outcomes import assertion_outcomes, assertion_tallies, passing_runs, run_samples
+from .. import stats
+from ..models import EvalCase, Iteration, Review, Run
+from .samples import assertion_tallies, passing_runs
+from .summaries import Cell, IterationSummary, summarise_iterations
 
 #: Filters of the iteration page, in the order the form shows them.
 FILTERS = ("failures", "flaky", "changed")
@@ -30,36 +32,9 @@ SHOWN_CLASSES = frozenset(
 
 
 @dataclass
-class Cell:
-    """One eval × condition of an iteration, with its flaky assertions."""
-
-    condition: str
-    counts: EvalCell = field(default_factory=EvalCell)
-    flaky: list[str] = field(default_factory=list)
-
-    @property
-    def runs(self) -> int:
-        return self.counts.runs
-
-    @property
-    def graded(self) -> int:
-        return self.counts.graded
-
-    @property
-    def errored(self) -> int:
-        return self.counts.errored
-
-    @property
-    def missing(self) -> int:
-        return self.counts.missing
-
-    @property
-    def score(self) -> float | None:
-        return self.counts.score
-
-
-@dataclass
 class EvalRow:
+    """One row of the matrix: an eval's cells, its delta and how it moved since before."""
+
     eval_id: str
     cells: list[Cell]
     treatment_score: float | None
@@ -107,6 +82,8 @@ class Matrix:
 
 @dataclass
 class IterationDetail:
+    """Everything the iteration page shows below its header."""
+
     summary: IterationSummary
     previous: Iteration | None
     conditions: list[str]
@@ -162,25 +139,15 @@ def iteration_detail(iteration: Iteration) -> IterationDetail:
     for tally in flaky:
         flaky_by_cell[(tally.eval_id, tally.condition)].append(tally.assertion_id)
 
-    # The cell aggregates summarise_iterations grouped already, not a row per run.
+    # The cells summarise_iterations grouped already, not a row per run.
     cells = {
-        key: Cell(key[1], counts, flaky_by_cell.get(key, []))
-        for key, counts in summary.cells.items()
+        key: replace(cell, flaky=flaky_by_cell.get(key, [])) for key, cell in summary.cells.items()
     }
 
     previous_scores: dict[str, float] = {}
     if previous and (prev := summaries[previous.pk]).treatment and prev.treatment.score:
         previous_scores = dict(prev.treatment.score.per_eval)
-    # eval id → (tags, negative, name) of its definition; the latest version wins, as before.
-    cases = {
-        eval_id: (list(tags), not should_trigger, name or eval_id)
-        for eval_id, tags, should_trigger, name in EvalCase.objects.filter(
-            runs__iteration=iteration
-        )
-        .order_by("eval_id", "created_at")
-        .values_list("eval_id", "tags", "skill_should_trigger", "name")
-        .distinct()
-    }
+    cases = _definitions(iteration)
     rows = []
     for eval_id in summary.evals:
         row_cells = [cells.get((eval_id, name), Cell(name)) for name in conditions]
@@ -213,6 +180,28 @@ def iteration_detail(iteration: Iteration) -> IterationDetail:
             ).items()
             if k in SHOWN_CLASSES
         }
+    repeated = _repeated(iteration, conditions, cells)
+    tags = sorted({tag for tags, _, _ in cases.values() for tag in tags})
+    return IterationDetail(summary, previous, conditions, rows, classes, flaky, repeated, tags)
+
+
+def _definitions(iteration: Iteration) -> dict[str, tuple[list[str], bool, str]]:
+    """eval id → (tags, negative, name) of its definition; the latest version wins."""
+    return {
+        eval_id: (list(tags), not should_trigger, name or eval_id)
+        for eval_id, tags, should_trigger, name in EvalCase.objects.filter(
+            runs__iteration=iteration
+        )
+        .order_by("eval_id", "created_at")
+        .values_list("eval_id", "tags", "skill_should_trigger", "name")
+        .distinct()
+    }
+
+
+def _repeated(
+    iteration: Iteration, conditions: list[str], cells: dict[tuple[str, str], Cell]
+) -> dict[str, stats.RepeatedRunScore]:
+    """condition → its repeated-run score, for the conditions that ran every eval more than once."""
     repeated = {}
     # Asked whether or not a condition repeats: a page's queries do not depend on its data.
     passing = passing_runs(iteration)
@@ -223,106 +212,19 @@ def iteration_detail(iteration: Iteration) -> IterationDetail:
             score = stats.repeated_run_score_of_counts(counts, k=min(runs_per_eval))
             if score:
                 repeated[name] = score
-    tags = sorted({tag for tags, _, _ in cases.values() for tag in tags})
-    return IterationDetail(summary, previous, conditions, rows, classes, flaky, repeated, tags)
+    return repeated
 
 
-@dataclass
-class Comparison:
-    """Two iterations of a skill (or two conditions of one) side by side."""
-
-    before: Iteration
-    after: Iteration
-    before_side: stats.IterationRuns
-    after_side: stats.IterationRuns
-    result: stats.IterationComparison
-    warnings: list[str]
-    #: eval id → what a person reads (skill-creator's `eval_name`), where it differs.
-    names: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def verdict(self) -> str:
-        return stats.delta_verdict(
-            self.result.treatment_change,
-            treatment=self.after_side.label,
-            control=self.before_side.label,
-        )
+def reviews_of(iteration: Iteration) -> list[Review]:
+    """The reviewers' notes and overrides on the iteration's runs, oldest first."""
+    reviews = Review.objects.filter(run__iteration=iteration)
+    # Joining each run to its condition reads every run's row (transcripts inline on
+    # SQLite): 10+ ms. Most iterations have no review; asking first is an index lookup.
+    if not reviews.exists():
+        return []
+    return list(reviews.select_related("run__condition", "author").order_by("created_at"))
 
 
-def _side(
-    iteration: Iteration, summary: IterationSummary, condition: str | None, label: str
-) -> stats.IterationRuns:
-    if condition:
-        treatment, control = condition, None
-    else:
-        first = summary.treatment or (summary.conditions[0] if summary.conditions else None)
-        treatment = first.name if first else ""
-        control = summary.control.name if summary.control else None
-    return stats.IterationRuns(
-        label=label,
-        treatment=treatment,
-        control=control,
-        runs=run_samples(iteration),
-        outcomes=assertion_outcomes([iteration]),
-    )
-
-
-def _profile(iteration: Iteration, outcomes: Sequence[Any]) -> stats.IterationProfile:
-    fingerprints = dict(
-        iteration.runs.order_by().values_list("eval_id", "eval_case__fingerprint").distinct()
-    )
-    assertion_ids: dict[str, set[str]] = defaultdict(set)
-    for outcome in outcomes:
-        assertion_ids[outcome["eval_id"]].add(outcome["assertion_id"])
-    return stats.IterationProfile(
-        label=f"#{iteration.number}",
-        eval_fingerprints=fingerprints,
-        assertion_ids=assertion_ids,
-        agent_model=iteration.agent_model or None,
-        judge_model=iteration.judge_model or None,
-        harness=iteration.harness or None,
-        mode=iteration.mode,
-    )
-
-
-def compare(
-    before: Iteration,
-    after: Iteration,
-    *,
-    before_condition: str | None = None,
-    after_condition: str | None = None,
-) -> Comparison:
-    """Compare two iterations (treatment and delta), or one condition with another.
-
-    Without conditions each side is its iteration's treatment and control. With them, each
-    side is that condition alone (e.g. with_skill against without_skill of one iteration),
-    and there is no delta to compare.
-    """
-    summaries = summarise_iterations([before, after])
-    same = before.pk == after.pk
-    b = _side(
-        before,
-        summaries[before.pk],
-        before_condition,
-        before_condition if same and before_condition else f"#{before.number}",
-    )
-    a = _side(
-        after,
-        summaries[after.pk],
-        after_condition,
-        after_condition if same and after_condition else f"#{after.number}",
-    )
-    weights = dict(after.runs.order_by().values_list("eval_id", "eval_case__weight").distinct())
-    result = stats.compare_iterations(b, a, weights=weights)
-    warnings = []
-    if not same:
-        warnings = stats.comparison_warnings(
-            _profile(before, b.outcomes), _profile(after, a.outcomes)
-        )
-    names = dict(
-        EvalCase.objects.filter(runs__iteration__in=[before, after])
-        .exclude(name="")
-        .order_by("created_at")
-        .values_list("eval_id", "name")
-    )
-    return Comparison(before, after, b, a, result, warnings, names)
+def runs_of_cell(iteration: Iteration, eval_id: str, condition: str) -> list[Run]:
+    """One matrix cell's runs, as the eval page shows them (without their transcripts)."""
+    return list(iteration.runs.for_eval_page(eval_id).filter(condition__name=condition))

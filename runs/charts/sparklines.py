@@ -1,4 +1,4 @@
-"""Sparklines for the overview: tiny inline SVGs built only from numbers."""
+"""The overview's sparklines: tiny inline SVGs built only from numbers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from django.utils.safestring import SafeString, mark_safe
 
-from .charts import finite_or_none, segments
+from .points import finite_or_none, segments
 
 
 def sparkline_svg(

@@ -9,7 +9,7 @@ import pytest
 from runs import stats
 from runs.importing import import_workspace
 from runs.models import AssertionResult, Iteration
-from runs.outcomes import assertion_outcomes, assertion_tallies
+from runs.reading.samples import assertion_outcomes, assertion_tallies
 
 pytestmark = pytest.mark.django_db
 

@@ -1,18 +1,16 @@
-"""Rows of the overview and points of a skill's trend charts, in a fixed number of queries."""
+"""The overview: every skill with its latest results and a sparkline of recent deltas."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from django.db.models import Q
 
-from . import charts
-from .analysis import IterationSummary, summarise_iterations
-from .models import Iteration, Skill
-from .sparklines import sparkline_svg
+from ..charts.sparklines import sparkline_svg
+from ..models import Iteration, Skill
+from .summaries import IterationSummary, summarise_iterations
 
 #: How many recent iterations the overview's sparkline shows.
 SPARKLINE_ITERATIONS = 10
@@ -20,6 +18,8 @@ SPARKLINE_ITERATIONS = 10
 
 @dataclass
 class SkillRow:
+    """One skill of the overview (and of the API's skill list)."""
+
     skill: Skill
     iterations: int
     latest: Iteration | None
@@ -92,64 +92,3 @@ def sort_rows(rows: list[SkillRow], sort: str) -> list[SkillRow]:
     missing = [r for r in rows if value(r) is None]
     present.sort(key=value, reverse=sort.startswith("-"))
     return present + missing
-
-
-def trend_points(skill: Skill) -> tuple[list[charts.TrendPoint], list[IterationSummary]]:
-    """A point per iteration of the skill (oldest first) and the summaries behind them."""
-    iterations = Iteration.objects.trend_of(skill)
-    summaries = summarise_iterations(iterations)
-    ordered = [summaries[it.pk] for it in iterations]
-    return [_point(s) for s in ordered], ordered
-
-
-def _point(summary: IterationSummary) -> charts.TrendPoint:
-    iteration = summary.iteration
-    conditions = tuple(
-        charts.ConditionPoint.from_stats(
-            c.name,
-            score=c.score,
-            invocation=c.invocation,
-            mean_tokens=c.mean_tokens,
-            mean_duration_ms=c.mean_duration_ms,
-            role=c.role,
-        )
-        for c in summary.conditions
-    )
-    return charts.TrendPoint(
-        number=iteration.number,
-        label=iteration.label,
-        mode=iteration.mode,
-        conditions=conditions,
-        delta=charts.DeltaPoint.from_paired(summary.delta),
-        signal=summary.delta.signal if summary.delta else "noise",
-        url=iteration.get_absolute_url(),
-        tool=TOOLS.get(iteration.source_kind, ""),
-    )
-
-
-#: The program that wrote an iteration's results, by the iteration's source kind.
-TOOLS = {
-    "eval-magic": "eval-magic",
-    "eval-magic-baseline": "eval-magic",
-    "skill-creator": "skill-creator",
-}
-
-
-@dataclass
-class SkillTrends:
-    """The skill page's data: its charts, their tables and a summary per iteration."""
-
-    #: Chart name → the plotly figure (a dict, for `json_script`).
-    figures: dict[str, dict[str, Any]]
-    #: Chart name → the same numbers as a table, for pages read without JavaScript.
-    tables: dict[str, charts.ChartTable]
-    #: Newest first, as the iteration table lists them.
-    summaries: list[IterationSummary]
-
-
-def skill_trends(skill: Skill) -> SkillTrends:
-    """The skill page's charts and iteration table, from one `trend_points`."""
-    points, summaries = trend_points(skill)
-    figures = {name: build(points) for name, build in charts.CHARTS.items()} if points else {}
-    tables = charts.chart_tables(points) if points else {}
-    return SkillTrends(figures=figures, tables=tables, summaries=summaries[::-1])

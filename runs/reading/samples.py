@@ -1,8 +1,7 @@
-"""One iteration's runs and assertion results as the statistics read them: rows and counts.
+"""One iteration's runs and assertion results as `runs.stats` reads them: rows and counts.
 
-`runs.analysis` summarises iterations from grouped cells; these are the reads that go down
-to runs and results, for the iteration and compare pages, and the benchmark.json eval-magic
-would write for an iteration (`eval_magic_benchmark`).
+Summaries (`reading.summaries`) come from grouped cells; these are the reads that go down
+to runs and results, for the iteration and compare pages and the benchmark.json.
 """
 
 from __future__ import annotations
@@ -13,10 +12,8 @@ from typing import Any
 from django.db.models import Count, F, IntegerField, Sum
 from django.db.models.functions import Cast, Coalesce
 
-from . import stats
-from .models import AssertionResult, Iteration, Run
-from .roles import DEFAULT_ORDER
-from .warnings import messages
+from .. import stats
+from ..models import AssertionResult, Iteration, Run
 
 
 def run_samples(iteration: Iteration) -> list[dict[str, Any]]:
@@ -83,31 +80,3 @@ def passing_runs(iteration: Iteration) -> dict[tuple[str, str], int]:
         .annotate(passing=Count("id"))
     )
     return {(eval_id, condition): n for eval_id, condition, n in rows}
-
-
-def eval_magic_benchmark(iteration: Iteration) -> dict[str, Any]:
-    """SPEC §4.1: the benchmark.json eval-magic would write for this iteration, recomputed."""
-    conditions = list(iteration.conditions.all())
-    names = [c.name for c in conditions]
-    recorded = (iteration.recorded_benchmark or {}).get("conditions_compared")
-    if recorded and set(recorded) <= set(names):
-        compared = list(recorded)
-    elif set(DEFAULT_ORDER[iteration.mode]) <= set(names):
-        compared = DEFAULT_ORDER[iteration.mode]  # eval-magic's order for the mode
-    else:
-        compared = names[:2]
-    if len(compared) < 2:
-        raise ValueError(f"{iteration} has one condition; a benchmark compares two")
-    generated = ""
-    if iteration.generated_at:
-        generated = iteration.generated_at.isoformat().replace("+00:00", "Z")
-    return stats.build_benchmark(
-        run_samples(iteration),
-        mode=iteration.mode,
-        conditions_compared=compared,
-        skill_conditions={c.name for c in conditions if c.loads_skill},
-        generated=generated,
-        baseline=iteration.baseline or None,
-        validity_warnings=messages(iteration.validity_warnings),
-        outcomes=assertion_outcomes([iteration]),
-    )

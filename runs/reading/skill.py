@@ -1,0 +1,71 @@
+"""The skill page: its trend charts, their tables and a summary per iteration."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import charts
+from ..models import Iteration, Skill
+from .summaries import IterationSummary, summarise_iterations
+
+
+def trend_points(skill: Skill) -> tuple[list[charts.TrendPoint], list[IterationSummary]]:
+    """A point per iteration of the skill (oldest first) and the summaries behind them."""
+    iterations = Iteration.objects.trend_of(skill)
+    summaries = summarise_iterations(iterations)
+    ordered = [summaries[it.pk] for it in iterations]
+    return [_point(s) for s in ordered], ordered
+
+
+def _point(summary: IterationSummary) -> charts.TrendPoint:
+    iteration = summary.iteration
+    conditions = tuple(
+        charts.ConditionPoint.from_stats(
+            c.name,
+            score=c.score,
+            invocation=c.invocation,
+            mean_tokens=c.mean_tokens,
+            mean_duration_ms=c.mean_duration_ms,
+            role=c.role,
+        )
+        for c in summary.conditions
+    )
+    return charts.TrendPoint(
+        number=iteration.number,
+        label=iteration.label,
+        mode=iteration.mode,
+        conditions=conditions,
+        delta=charts.DeltaPoint.from_paired(summary.delta),
+        signal=summary.delta.signal if summary.delta else "noise",
+        url=iteration.get_absolute_url(),
+        tool=TOOLS.get(iteration.source_kind, ""),
+    )
+
+
+#: The program that wrote an iteration's results, by the iteration's source kind.
+TOOLS = {
+    "eval-magic": "eval-magic",
+    "eval-magic-baseline": "eval-magic",
+    "skill-creator": "skill-creator",
+}
+
+
+@dataclass
+class SkillTrends:
+    """The skill page's data: its charts, their tables and a summary per iteration."""
+
+    #: Chart name → the plotly figure (a dict, for `json_script`).
+    figures: dict[str, dict[str, Any]]
+    #: Chart name → the same numbers as a table, for pages read without JavaScript.
+    tables: dict[str, charts.ChartTable]
+    #: Newest first, as the iteration table lists them.
+    summaries: list[IterationSummary]
+
+
+def skill_trends(skill: Skill) -> SkillTrends:
+    """The skill page's charts and iteration table, from one `trend_points`."""
+    points, summaries = trend_points(skill)
+    figures = {name: build(points) for name, build in charts.CHARTS.items()} if points else {}
+    tables = charts.chart_tables(points) if points else {}
+    return SkillTrends(figures=figures, tables=tables, summaries=summaries[::-1])
