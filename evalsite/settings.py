@@ -187,6 +187,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "accounts.context_processors.access",
+                "runs.context_processors.generation",
             ],
         },
     },

@@ -17,7 +17,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from .models import Generation, Iteration, Run
+from .models import Iteration, Run
 from .names import findable
 
 #: Texts longer than this are compared by their head (difflib is quadratic on changed runs).
@@ -41,7 +41,6 @@ def cell_runs(
         "condition": condition,
         "runs": runs,
         "columns": iteration.conditions.count() + 3,  # the matrix row's width
-        "generation": Generation.objects.current(),
     }
     template_name = "runs/cell.html"
     if request.htmx:

@@ -22,7 +22,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
 from .markup import markdown_block, markdown_blocks
-from .models import Generation, Run
+from .models import Run
 
 #: A tool result longer than this shows its head and its size; the rest loads on request.
 RESULT_HEAD_CHARS = 2_000
@@ -235,7 +235,6 @@ def transcript_context(run: Run) -> dict[str, Any]:
     return {
         "run": run,
         "events": SimpleLazyObject(load),
-        "generation": Generation.objects.current(),
     }
 
 

@@ -1,8 +1,9 @@
 """Dashboard pages. Every view's state is in its URL, so any address can be shared.
 
 The costly regions of each page are `{% cache %}` blocks in its template, keyed on the
-dashboard's generation (runs.generation: new on every import, review and admin change)
-and on the page's state, the query string. So a view looks up what its URL names and
+dashboard's generation (runs.generation: new on every import, review and admin change;
+every template has it from runs.context_processors) and on the page's state, the query
+string. So a view looks up what its URL names and
 hands the template its data lazily (`SimpleLazyObject`): the statistics are computed
 only when a cached region is missing. What varies per visitor (the header, the Share
 form, review forms) stays outside those regions.
@@ -29,7 +30,7 @@ from .importing import (
     import_upload,
     stage_upload,
 )
-from .models import Condition, Generation, Iteration, Review, Run, Skill
+from .models import Condition, Iteration, Review, Run, Skill
 from .names import findable
 from .reading.benchmark import eval_magic_benchmark
 from .reading.compare import compare
@@ -79,7 +80,6 @@ def overview(request: HttpRequest) -> HttpResponse:
         "sort": sort,
         "rows": SimpleLazyObject(lambda: sort_rows(skill_rows(query=query), sort)),
         "any_skills": Skill.objects.exists(),
-        "generation": Generation.objects.current(),
     }
     return render(request, template_name, context)
 
@@ -91,7 +91,6 @@ def skill_page(request: HttpRequest, skill: str) -> HttpResponse:
         "skill": found,
         "iterations": found.iterations.count(),
         "trends": SimpleLazyObject(lambda: skill_trends(found)),
-        "generation": Generation.objects.current(),
     }
     return render(request, "runs/skill.html", context)
 
@@ -144,7 +143,6 @@ def iteration_page(request: HttpRequest, skill: str, number: int) -> HttpRespons
         "matrix": SimpleLazyObject(lambda: detail.matrix(**form.filters(), limit=form.limit())),
         "list_limit": LIST_FIRST_ITEMS,
         "reviews": SimpleLazyObject(lambda: _reviews(iteration)),
-        "generation": Generation.objects.current(),
     }
     return render(request, template_name, context)
 
@@ -162,7 +160,6 @@ def iteration_list(request: HttpRequest, skill: str, number: int, kind: str) -> 
         "kind": kind,
         "detail": SimpleLazyObject(lambda: iteration_detail(iteration)),
         "limit": None,
-        "generation": Generation.objects.current(),
     }
     return render(request, template_name, context)
 
@@ -215,7 +212,6 @@ def compare_page(request: HttpRequest, skill: str) -> HttpResponse:
         "conditions": SimpleLazyObject(lambda: sorted(set(names))),
         "form": form,
         "comparison": comparison,
-        "generation": Generation.objects.current(),
     }
     return render(request, "runs/compare.html", context)
 
@@ -245,7 +241,6 @@ def eval_page(request: HttpRequest, skill: str, number: int, eval_id: str) -> Ht
         "eval_id": eval_id,
         "eval_name": iteration.eval_name(eval_id),
         "runs": iteration.runs.for_eval_page(eval_id),
-        "generation": Generation.objects.current(),
     }
     return render(request, "runs/eval.html", context)
 
