@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from accounts.views import open_share
-from runs.views import import_page
+from runs.views.imports import import_page
 
 from .api import api
 

@@ -6,7 +6,9 @@ One module per page family, named for its pages in `runs/urls.py`:
 - `skill`: a skill's trend charts and iteration table (also `bench/stats_bench.py`);
 - `iteration`: the iteration page's matrix and assertion lists, and a matrix cell's runs;
 - `benchmark`: an iteration's benchmark.json (also the API and `manage.py benchmark`);
-- `compare`: two iterations, or two conditions, side by side (also runevals' report).
+- `compare`: two iterations, or two conditions, side by side (also runevals' report);
+- `eval`: two runs of an eval diffed side by side;
+- `transcript`: a run's transcript as the run page and its fragments show it.
 
 What several pages share:
 

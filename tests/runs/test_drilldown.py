@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from runs.drilldown import side_by_side
 from runs.importing import import_workspace
+from runs.reading.eval import side_by_side
 from tests.hostile import hostile_workspace, unsafe_markup
 
 pytestmark = pytest.mark.django_db

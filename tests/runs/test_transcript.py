@@ -9,7 +9,7 @@ from django.test import Client
 
 from runs.importing import import_workspace
 from runs.models import Run
-from runs.transcript import RESULT_HEAD_CHARS, events_of, shape
+from runs.reading.transcript import RESULT_HEAD_CHARS, events_of, shape
 from tests.factories import eval_magic_iteration, write_json
 from tests.hostile import HOSTILE, hostile_workspace, unsafe_markup
 

@@ -4,7 +4,7 @@ The template then only loops (`templates/runs/_transcript.html`), inside a `{% c
 region keyed on the dashboard generation, so a 2,000-event conversation is shaped and
 rendered once per generation. Each event has an anchor (`#event-<ordinal>`) that the
 graders' evidence links to. Long tool results are cut to their head, with their size, and
-the whole result is one request away (`event_result`), so the page stays small.
+the whole result is one request away (`tool_result`), so the page stays small.
 """
 
 from __future__ import annotations
@@ -14,15 +14,11 @@ from dataclasses import dataclass, replace
 from html import escape
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.template.defaultfilters import filesizeformat
-from django.utils.functional import SimpleLazyObject
 from django.utils.safestring import SafeString, mark_safe
-from django.views.decorators.http import require_GET
 
-from .markup import markdown_block, markdown_blocks
-from .models import Run
+from ..markup import markdown_block, markdown_blocks
+from ..models import Run
 
 #: A tool result longer than this shows its head and its size; the rest loads on request.
 RESULT_HEAD_CHARS = 2_000
@@ -220,60 +216,21 @@ def events_of(
     return events
 
 
-def transcript_context(run: Run) -> dict[str, Any]:
-    """What `runs/_transcript.html` needs; the events are shaped only on a cache miss."""
-
-    def load() -> list[Event]:
-        base_url = run.get_absolute_url() + "conversation/"  # runs/urls.py: run + "conversation/"
-        if "conversation" in run.get_deferred_fields():
-            conversation, calls = Run.objects.values_list("conversation", "tool_invocations").get(
-                pk=run.pk
-            )
-            return events_of(conversation, calls, base_url=base_url)
-        return events_of(run.conversation, run.tool_invocations, base_url=base_url)
-
-    return {
-        "run": run,
-        "events": SimpleLazyObject(load),
-    }
+def transcript_events(run: Run) -> list[Event]:
+    """The run's transcript as `runs/_transcript.html` shows it; loads it when deferred."""
+    base_url = run.get_absolute_url() + "conversation/"  # runs/urls.py: run + "conversation/"
+    if "conversation" in run.get_deferred_fields():
+        conversation, calls = Run.objects.values_list("conversation", "tool_invocations").get(
+            pk=run.pk
+        )
+        return events_of(conversation, calls, base_url=base_url)
+    return events_of(run.conversation, run.tool_invocations, base_url=base_url)
 
 
-def find_run(skill: str, number: int, eval_id: str, condition: str, run: int) -> Run:
-    """The run the URL names, without its transcript (loaded when a cached region misses)."""
-    return Run.objects.defer("conversation", "tool_invocations").get_by_address_or_404(
-        skill, number, eval_id, condition, run
-    )
-
-
-@require_GET
-def conversation_fragment(
-    request: HttpRequest, skill: str, number: int, eval_id: str, condition: str, run: int
-) -> HttpResponse:
-    """A run's transcript alone, loaded on demand into the eval page by htmx."""
-    found = find_run(skill, number, eval_id, condition, run)
-    return render(request, "runs/_transcript.html", transcript_context(found))
-
-
-@require_GET
-def event_result(
-    request: HttpRequest,
-    skill: str,
-    number: int,
-    eval_id: str,
-    condition: str,
-    run: int,
-    ordinal: int,
-) -> HttpResponse:
-    """One tool call's whole result: swapped in place by htmx, else the text as a page."""
-    found = find_run(skill, number, eval_id, condition, run)
-    conversation, calls = Run.objects.values_list("conversation", "tool_invocations").get(
-        pk=found.pk
-    )
+def tool_result(run: Run, ordinal: int) -> str | None:
+    """The whole result of the run's event `ordinal`, as text; None when it has none."""
+    conversation, calls = Run.objects.values_list("conversation", "tool_invocations").get(pk=run.pk)
     for event in conversation or calls or []:
         if isinstance(event, dict) and event.get("ordinal") == ordinal and "result" in event:
-            text = _text(event["result"])
-            if request.htmx:
-                return render(request, "runs/_transcript_result.html", {"result": text})
-            # nosniff (SecurityMiddleware) keeps a browser from reading the agent's text as HTML.
-            return HttpResponse(text, content_type="text/plain; charset=utf-8")
-    raise Http404(f"Event {ordinal} of this run has no tool result.")
+            return _text(event["result"])
+    return None

@@ -1,0 +1,88 @@
+"""An eval's page (its runs by condition) and two of its runs diffed side by side."""
+
+from __future__ import annotations
+
+from django import forms
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from ..models import Iteration, Run
+from ..names import findable
+from ..reading.eval import side_by_side
+
+
+@require_GET
+def eval_page(request: HttpRequest, skill: str, number: int, eval_id: str) -> HttpResponse:
+    iteration = Iteration.objects.get_by_address_or_404(skill, number)
+    if not (findable(eval_id) and iteration.runs.filter(eval_id=eval_id).exists()):
+        raise Http404(
+            f"Iteration #{iteration.number} of {iteration.skill.name} has no eval “{eval_id}”."
+        )
+    context = {
+        "skill": iteration.skill,
+        "iteration": iteration,
+        "eval_id": eval_id,
+        "eval_name": iteration.eval_name(eval_id),
+        "runs": iteration.runs.for_eval_page(eval_id),
+    }
+    return render(request, "runs/eval.html", context)
+
+
+class DiffForm(forms.Form):
+    """The two runs: `a` and `b` as "<condition>/<run>", `ib` the iteration of b (this one
+    by default)."""
+
+    a = forms.CharField(max_length=300)
+    b = forms.CharField(max_length=300)
+    ib = forms.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
+
+    def clean_a(self) -> tuple[str, int]:
+        return _run_choice(self.cleaned_data["a"])
+
+    def clean_b(self) -> tuple[str, int]:
+        return _run_choice(self.cleaned_data["b"])
+
+
+def _run_choice(value: str) -> tuple[str, int]:
+    condition, _, index = value.rpartition("/")
+    if not condition or not index.isdigit():
+        raise forms.ValidationError(f"“{value}” is not <condition>/<run>, e.g. with_skill/1.")
+    return condition, int(index)
+
+
+@require_GET
+def run_diff(request: HttpRequest, skill: str, number: int, eval_id: str) -> HttpResponse:
+    iteration = Iteration.objects.get_by_address_or_404(skill, number)
+    left, right = _chosen_runs(request, skill, iteration, eval_id)
+    left_patch, right_patch = (run.artifacts.get("diff_patch") or "" for run in (left, right))
+    context = {
+        "skill": iteration.skill,
+        "iteration": iteration,
+        "eval_id": eval_id,
+        "eval_name": left.eval_name,
+        "left": left,
+        "right": right,
+        "final": side_by_side(left.final_message, right.final_message),
+        "patch": side_by_side(left_patch, right_patch),
+        "has_patch": bool(left_patch or right_patch),
+    }
+    return render(request, "runs/diff.html", context)
+
+
+def _chosen_runs(
+    request: HttpRequest, skill: str, iteration: Iteration, eval_id: str
+) -> tuple[Run, Run]:
+    """The two runs the query string names (DiffForm); 404 for a bad or forbidden choice."""
+    form = DiffForm(request.GET)
+    if not form.is_valid():
+        errors = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
+        raise Http404(f"Choose two runs to compare ({errors}).")
+    (ca, ra), (cb, rb) = form.cleaned_data["a"], form.cleaned_data["b"]
+    other = form.cleaned_data["ib"] or iteration.number
+    if other != iteration.number and getattr(request, "share_link", None) is not None:
+        # A share link opens this iteration's views only, never another iteration's run.
+        raise Http404("A shared view compares runs of its own iteration only.")
+    left = Run.objects.get_by_address_or_404(skill, iteration.number, eval_id, ca, ra)
+    right = Run.objects.get_by_address_or_404(skill, other, eval_id, cb, rb)
+    return left, right
