@@ -5,7 +5,7 @@
                                 [--profile] [--check]
 
 One skill of the import bench's workspace, imported into a fresh database (untimed); then,
-warm and interleaved in a Django subprocess, `runs.overview.trend_points(skill)` (all the
+warm and interleaved in a Django subprocess, `runs.reading.skill.trend_points(skill)` (all the
 skill page's charts need) and the floor, one raw query of per-(iteration, condition, eval)
 sums that no computation of those figures can read less than. Target: median <= 3x the
 floor's, on each database. The exit status is 0 (a report) unless --check and a miss.

@@ -21,7 +21,7 @@ from .records import (
     ParsedResult,
     ParsedRun,
 )
-from .tree import FileTree, cell_runs
+from .tree import FileTree, run_slots
 
 RUN_DIR = re.compile(r"^run-(\d+)$")
 #: Files that make a folder a run (grading alone is enough: promoted copies have only that).
@@ -156,7 +156,7 @@ def _run_folders(tree: FileTree, notices: list[ValidityWarning]) -> list[tuple[s
     return [
         (eval_dir, condition, index, prefix)
         for (eval_dir, condition), cell in sorted(cells.items())
-        for index, prefix in cell_runs(
+        for index, prefix in run_slots(
             tree,
             f"{eval_dir}/{condition}",
             run_folders=cell["runs"],

@@ -43,7 +43,7 @@ from .skill_creator_results import (
     skill_creator_grading,
 )
 from .skill_creator_tolerance import Tolerated
-from .tree import FileTree, cell_runs, is_skipped_dir
+from .tree import FileTree, run_slots, is_skipped_dir
 from .walk import RUN_DIR
 
 RUN_FILES = ("grading.json", "timing.json")
@@ -277,7 +277,7 @@ def _run_folders(
                 if (m := RUN_DIR.match(name))
             }
             flat = [name for name in RUN_FILES if f"{cell}/{name}" in tree.sizes]
-            slots = cell_runs(
+            slots = run_slots(
                 tree,
                 cell,
                 run_folders=runs,

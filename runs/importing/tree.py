@@ -199,7 +199,7 @@ def read_tree(root: Path, *, display: str) -> FileTree:
     return tree
 
 
-def cell_runs(
+def run_slots(
     tree: FileTree,
     cell: str,
     *,
