@@ -43,7 +43,7 @@ from .skill_creator_results import (
     skill_creator_grading,
 )
 from .skill_creator_tolerance import Tolerated
-from .tree import FileTree, run_slots, is_skipped_dir
+from .tree import FileTree, is_skipped_dir, run_slots
 from .walk import RUN_DIR
 
 RUN_FILES = ("grading.json", "timing.json")
