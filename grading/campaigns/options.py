@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from grading.evaluating import claude_code
-from grading.evaluating.harness import Harness, MessagesHarness
+from grading.evaluating.harness import Harness
+from grading.evaluating.messages import MessagesHarness
 from grading.evaluating.runner import Settings
 from grading.sandbox import sandbox_problem
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from grading.graders.grade import grade_run
 
-from .agent import MessagesClient
+from .harness import MessagesClient
 from .plan import ConditionPlan, EvalPlan, Plan, RunPlan
 
 

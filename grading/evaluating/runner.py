@@ -26,10 +26,10 @@ from grading.graders.judge import JudgeUnavailable
 from grading.sandbox import SandboxError, unsandboxed
 from runs.importing import import_workspace, iteration_benchmark
 
-from .agent import AgentResult, AgentSettings
 from .folders import SkillLock, iteration_folders, unfinished_iteration
 from .grader import grade
-from .harness import Dispatch, Harness, MessagesHarness
+from .harness import AgentResult, AgentSettings, Dispatch, Harness
+from .messages import MessagesHarness
 from .plan import (
     EVALS_JSON_MAX_BYTES,
     SKILL_MD_MAX_BYTES,

@@ -12,9 +12,8 @@ import shutil
 import subprocess
 from pathlib import Path, PurePosixPath
 
+from grading.graders.command import command_environment
 from grading.sandbox import hostfiles
-
-from .tools import safe_environment
 
 GIT_IDENTITY = [
     "-c",
@@ -80,7 +79,7 @@ def git(folder: Path, *args: str) -> str:
     done = subprocess.run(
         ["git", *GIT_IDENTITY, *args],
         cwd=folder,
-        env=safe_environment(
+        env=command_environment(
             {
                 "GIT_CONFIG_NOSYSTEM": "1",
                 "GIT_CONFIG_GLOBAL": os.devnull,

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from grading import sandbox
-from grading.evaluating import tools
-from grading.evaluating.tools import MAX_TOOL_OUTPUT, TaskFolder, Toolbox, tool_definitions
+from grading.evaluating.messages import tools
+from grading.evaluating.messages.tools import MAX_TOOL_OUTPUT, TaskFolder, Toolbox, tool_definitions
 from grading.graders.rustregex import compile_rust_bounded, compile_rust_regex
 
 

@@ -13,9 +13,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from grading import sandbox
-from grading.evaluating.agent import AgentResult, AgentSettings
 from grading.evaluating.claude_code import stage_skill
-from grading.evaluating.harness import Dispatch
+from grading.evaluating.harness import AgentResult, AgentSettings, Dispatch
 from grading.evaluating.plan import baseline_skill
 from runs.untrusted_git import GitError
 from tests.factories import WRITE_NOTES_EVAL, write_json

@@ -24,7 +24,6 @@ from django.core.management import call_command
 
 from grading import sandbox
 from grading.evaluating import claude_code
-from grading.evaluating.agent import AgentResult, AgentSettings
 from grading.evaluating.apiproxy import ApiProxy
 from grading.evaluating.claude_code import (
     ClaudeCodeError,
@@ -34,7 +33,7 @@ from grading.evaluating.claude_code import (
     skill_shadow_warnings,
     stage_skill,
 )
-from grading.evaluating.harness import Dispatch
+from grading.evaluating.harness import AgentResult, AgentSettings, Dispatch
 from grading.evaluating.plan import baseline_skill, make_plan, read_skill
 from grading.evaluating.runner import Runner, Settings
 from grading.evaluating.taskdir import build_template

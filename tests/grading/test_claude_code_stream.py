@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from grading.evaluating.agent import AgentResult
 from grading.evaluating.claude_code.stream import (
     StreamTooLarge,
     drain,
@@ -16,6 +15,7 @@ from grading.evaluating.claude_code.stream import (
     round_summary,
     transcribe,
 )
+from grading.evaluating.harness import AgentResult
 
 
 def assistant(*blocks: dict[str, Any], parent: str | None = None) -> dict[str, Any]:

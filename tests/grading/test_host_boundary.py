@@ -21,9 +21,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from grading import sandbox
-from grading.evaluating.agent import AgentResult, AgentSettings
 from grading.evaluating.claude_code.staging import stage_skill
-from grading.evaluating.harness import Dispatch
+from grading.evaluating.harness import AgentResult, AgentSettings, Dispatch
 from grading.evaluating.plan import read_skill
 from grading.evaluating.taskdir import build_template
 from grading.graders.command import command_check

@@ -13,9 +13,9 @@ import jsonschema
 import pytest
 from django.core.management import CommandError, call_command
 
-from grading.evaluating.agent import AgentResult
 from grading.evaluating.folders import SkillLock
-from grading.evaluating.harness import Dispatch, MessagesHarness
+from grading.evaluating.harness import AgentResult, Dispatch
+from grading.evaluating.messages import MessagesHarness
 from grading.evaluating.plan import make_plan
 from grading.evaluating.runner import Runner, Settings
 from runs.models import Grading, Iteration, Run

@@ -19,7 +19,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from grading import sandbox
-from grading.evaluating import tools
+from grading.evaluating.messages import tools
 from grading.evaluating.plan import PlanError, check_folder_names
 from runs.models import Run
 from tests.factories import write_json

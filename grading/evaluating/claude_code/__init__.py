@@ -4,7 +4,7 @@ The CLI comes inside the `claude-agent-sdk` wheel (`pip install -e '.[claude-cod
 run directly, `claude -p --output-format stream-json`, once per round: the opening prompt
 starts a session and every follow-up (a scripted turn or the `llm` responder's reply)
 resumes it with `--resume`, as eval-magic's multi-turn dispatch does. The follow-up rules
-are the messages harness's own (`Conversation._play`): only the rounds differ.
+are the shared `Conversation`'s (conversation.py): only the rounds differ.
 
 Isolation, per run:
 - the skill is staged as a project skill (`.claude/skills/<name>/`) in skill-loading

@@ -18,10 +18,9 @@ from grading.graders.rustregex import rust_search
 from grading.sandbox import hostfiles
 from runs.untrusted_git import GitError
 
-from ..agent import AgentResult, Conversation
 from ..apiproxy import ApiProxy, Lease
-from ..harness import Dispatch
-from ..tools import TaskFolder, Toolbox
+from ..conversation import Conversation
+from ..harness import AgentResult, Dispatch
 from .cli import (
     ALLOWED_TOOLS,
     ENVIRONMENT,
@@ -116,14 +115,11 @@ class ClaudeCodeHarness:
 
 def artifacts(result: AgentResult) -> dict[str, Any]:
     """The run's extra files (name → JSON data), for the runner to write beside run.json."""
-    # A plain attribute until AgentResult declares the field.
-    if not isinstance(getattr(result, "artifacts", None), dict):
-        result.artifacts = {}  # type: ignore[attr-defined]
-    return result.artifacts  # type: ignore[attr-defined]
+    return result.artifacts
 
 
 class _Session(Conversation):
-    """The messages harness's conversation, with each round played by one CLI process.
+    """The shared conversation, with each round played by one CLI process.
 
     `Conversation._play` decides what follows a round (scripted turns, the responder,
     stopping); here `_say` remembers the next prompt and `_round` plays it.
@@ -139,13 +135,7 @@ class _Session(Conversation):
         lease: Lease,
     ) -> None:
         super().__init__(
-            dispatch.client,
-            dispatch.agent,
-            system="",
-            tools=[],
-            toolbox=Toolbox(TaskFolder(dispatch.env)),  # unused: the CLI runs the tools
-            matches=rust_search,
-            result=dispatch.result,
+            dispatch.client, dispatch.agent, matches=rust_search, result=dispatch.result
         )
         self.harness = harness
         self.dispatch = dispatch

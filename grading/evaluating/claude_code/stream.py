@@ -16,8 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent import RECORDED_RESULT_CHARS, AgentResult
-from ..tools import cap
+from ..harness import RECORDED_RESULT_CHARS, AgentResult, cap
 
 #: stream-json lines longer than this are dropped (the CLI caps tool output far below).
 MAX_EVENT_BYTES = 16 * 1024**2

@@ -8,7 +8,7 @@ outside the task folder, symlinks included; a refusal is a tool error the agent 
 A run never takes the campaign down: every argument is checked (type, range, NUL), the file
 tools read only regular files up to MAX_FILE_BYTES (a FIFO would block forever, a device
 never end), Glob and Grep stop after SEARCH_SECONDS and MAX_FILES_VISITED, Grep's pattern
-runs with a timeout, Bash runs in the sandbox (sandbox.py), and any exception inside a tool
+runs with a timeout, Bash runs in the sandbox (`grading.sandbox`), and any exception inside a tool
 comes back to the agent as a tool error. Only SandboxUnavailable is raised: that is
 evalsite's failure, not the agent's, and the run is recorded as errored.
 """
@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from grading import sandbox
-from grading.graders.command import command_environment
 from grading.graders.rustregex import RustRegexError, compile_rust_bounded
 
+from ..harness import cap
 from .tooldefs import tool_definitions as tool_definitions  # the tools and their shapes
 from .toolfiles import MAX_FILE_BYTES as MAX_FILE_BYTES
 from .toolfiles import ToolError, read_file, searchable, write_file
@@ -45,18 +45,6 @@ MAX_PATTERN_CHARS = 10_000
 MAX_PATH_CHARS = 4096
 WRITE_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 GREP_MODES = ("content", "files_with_matches", "count")
-
-
-def safe_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment for evalsite's own git in a task folder (taskdir.py), not the agent's:
-    commands the agent runs get `sandbox.allowed_environment` instead."""
-    return command_environment(extra)
-
-
-def cap(text: str, limit: int = MAX_TOOL_OUTPUT) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n… [{len(text) - limit} more characters not shown]"
 
 
 @dataclass(frozen=True)
@@ -125,13 +113,13 @@ class Toolbox:
         if not isinstance(args, dict):
             return "Tool input must be an object", True
         try:
-            return cap(handler(args)), False
+            return cap(handler(args), MAX_TOOL_OUTPUT), False
         except ToolError as exc:
-            return cap(str(exc)), True
+            return cap(str(exc), MAX_TOOL_OUTPUT), True
         except (sandbox.SandboxUnavailable, sandbox.LimitExceeded):
             raise  # evalsite's failure, or the run's quota spent: the run is errored
         except Exception as exc:  # noqa: BLE001 - whatever broke, the agent sees it; the run goes on
-            return cap(f"{type(exc).__name__}: {exc}"), True
+            return cap(f"{type(exc).__name__}: {exc}", MAX_TOOL_OUTPUT), True
 
     def _read(self, args: dict[str, Any]) -> str:
         path = self.folder.resolve(_text(args, "file_path"), must_exist=True)
