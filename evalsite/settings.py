@@ -14,6 +14,7 @@ from pathlib import Path
 import dj_database_url
 from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.functional import lazy
 
 from evalsite.cache import redis_cache
 
@@ -282,6 +283,19 @@ EVALSITE_PUBLIC_READ = env_bool("EVALSITE_PUBLIC_READ", False)
 EVALSITE_WORKSPACE_DIR = Path(
     os.environ.get("EVALSITE_WORKSPACE_DIR") or BASE_DIR / "workspace"
 ).resolve()
+
+
+def env_at_use(name: str) -> str:
+    """`name` from the environment each time the setting is used, not once at start-up, as
+    the Anthropic SDK reads it: code that sets it after Django is configured (a script or
+    test driving call_command) is heard. A lazy string: read it with `str()`."""
+    return lazy(lambda: os.environ.get(name, ""), str)()
+
+
+# The Anthropic API runevals and regrade call (grading/anthropic_client.py builds the client;
+# the claude-code harness's proxy holds the key). Nothing else reads these variables.
+ANTHROPIC_API_KEY = env_at_use("ANTHROPIC_API_KEY")
+ANTHROPIC_BASE_URL = env_at_use("ANTHROPIC_BASE_URL")
 
 # runevals: default models, and how hard the Anthropic client retries before a run errors.
 EVALSITE_AGENT_MODEL = os.environ.get("EVALSITE_AGENT_MODEL", "claude-sonnet-5-5")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from grading.anthropic_client import api_key
 from grading.evaluating import claude_code
 from grading.evaluating.harness import Harness
 from grading.evaluating.messages import MessagesHarness
@@ -64,7 +64,7 @@ class CampaignOptions:
 
     def problem_playing_here(self) -> str | None:
         """Why runs cannot be played on this machine (no key, no sandbox, no CLI), or None."""
-        if not os.environ.get("ANTHROPIC_API_KEY"):
+        if not api_key():
             return "ANTHROPIC_API_KEY is not set: runevals needs it to call the Anthropic API"
         # Never a silent downgrade: without the sandbox an agent's Bash reads this process's
         # environment (the API key, SECRET_KEY) and the site's database.

@@ -20,6 +20,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import DatabaseError, connection
 
+from grading.anthropic_client import anthropic_client
 from grading.evaluating.plan import Plan
 from grading.evaluating.runner import Runner
 from grading.sandbox import unsandboxed
@@ -27,7 +28,6 @@ from grading.sandbox import unsandboxed
 from .models import QueuedIteration
 from .options import CampaignOptions
 from .store import RunStore, unpack_skill
-from .workflow import anthropic_client
 
 log = logging.getLogger(__name__)
 

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anthropic
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from grading.anthropic_client import anthropic_client
 from grading.evaluating.folders import LockHeld
 from grading.evaluating.plan import Plan, PlanError, make_plan
 from grading.evaluating.report import iteration_report
@@ -64,12 +64,6 @@ def plan_skills(skill_dirs: list[Path], **plan_options: Any) -> list[Plan]:
 
 def holder() -> str:
     return f"runevals pid {os.getpid()} on {socket.gethostname()}"
-
-
-def anthropic_client() -> anthropic.Anthropic:
-    return anthropic.Anthropic(
-        max_retries=settings.EVALSITE_API_MAX_RETRIES, timeout=settings.EVALSITE_API_TIMEOUT
-    )
 
 
 # --- here ---------------------------------------------------------------------------------

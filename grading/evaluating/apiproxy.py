@@ -2,8 +2,8 @@
 
 The agent's process never holds the API key: it is given a per-run placeholder key and the
 address of this proxy, which checks the placeholder, swaps in the real key, forwards the
-request to the real API (`ANTHROPIC_BASE_URL`, else https://api.anthropic.com) and streams the
-answer back unchanged. What it forwards, how large, and for whom is apigate.py's: an
+request to the real API (settings' ANTHROPIC_BASE_URL, else https://api.anthropic.com) and
+streams the answer back unchanged. What it forwards, how large, and for whom is apigate.py's: an
 allow-list of the CLI's calls, a body cap, a key judged from the headers before any of the
 body is read. Because every call passes through here, this is also where a run's budget
 holds: once its `max_calls` calls are answered (or its tokens spent) the next call is

@@ -14,7 +14,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .harness import AgentResult, AgentSettings, MessagesClient
+from grading.anthropic_client import MessagesClient
+
+from .harness import AgentResult, AgentSettings
 
 RESPONDER_DEFAULT_TURNS = 8
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grading.anthropic_client import MessagesClient
 from grading.graders.grade import grade_run
 
-from .harness import MessagesClient
 from .plan import ConditionPlan, EvalPlan, Plan, RunPlan
 
 

@@ -13,19 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from grading.anthropic_client import MessagesClient
+
 from .plan import SkillVersion
 
 #: Stored tool results are cut to this (run.json's schema suggests ~2 KB).
 RECORDED_RESULT_CHARS = 2048
 DEFAULT_MAX_CALLS = 50
 DEFAULT_TOKEN_BUDGET = 2_000_000
-
-
-class MessagesClient(Protocol):
-    """What a run needs of a client: `anthropic.Anthropic` or a wrapper around it."""
-
-    @property
-    def messages(self) -> Any: ...
 
 
 def cap(text: str, limit: int) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 
 import anthropic
 
+from grading.anthropic_client import MessagesClient
 from grading.graders.judge import JudgeUnavailable
 from grading.sandbox import SandboxError, unsandboxed
 from runs.importing import import_workspace, iteration_benchmark
@@ -51,7 +52,7 @@ class TimedClient:
     reports it, so it is measured where the calls are made.
     """
 
-    def __init__(self, client: anthropic.Anthropic):
+    def __init__(self, client: MessagesClient):
         self._client = client
         self.seconds = 0.0
         self.messages = self
@@ -119,7 +120,7 @@ class Runner:
     def __init__(
         self,
         plan: Plan,
-        client: anthropic.Anthropic,
+        client: MessagesClient,
         settings: Settings,
         *,
         progress: Callable[[RunOutcome, int, int], None] | None = None,

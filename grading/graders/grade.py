@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anthropic
-
+from grading.anthropic_client import MessagesClient
 from runs.case_assertions import judge_rubric
 
 from .command import DEFAULT_TIMEOUT_SECONDS, command_check
@@ -37,7 +36,7 @@ class RunContext:
     task_dir: Path | None
     evals_dir: Path | None
     run_dir: Path | None
-    client: anthropic.Anthropic | None
+    client: MessagesClient | None
     judge_model: str | None
     command_timeout: float
     measurement: DiffMeasurement | None
@@ -120,7 +119,7 @@ def grade_run(
     skill_name: str | None = None,
     skill_loaded: bool = False,
     skill_should_trigger: bool | None = True,
-    client: anthropic.Anthropic | None = None,
+    client: MessagesClient | None = None,
     judge_model: str | None = None,
     run_dir: Path | None = None,
     command_timeout: float = DEFAULT_TIMEOUT_SECONDS,

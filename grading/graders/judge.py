@@ -15,6 +15,7 @@ from typing import Any
 
 import anthropic
 
+from grading.anthropic_client import MessagesClient
 from runs.case_assertions import judge_rubric
 
 from .transcript import render_invocation
@@ -95,7 +96,7 @@ def llm_judge(
     run: Mapping[str, Any],
     assertion: Mapping[str, Any],
     *,
-    client: anthropic.Anthropic | None,
+    client: MessagesClient | None,
     judge_model: str | None,
 ) -> JudgeOutcome:
     """Grade one `llm_judge` assertion (or expectation) with one forced-tool-call request."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from grading import sandbox
+from grading.anthropic_client import api_key, base_url
 from grading.graders.rustregex import rust_search
 from grading.sandbox import hostfiles
 from runs.untrusted_git import GitError
@@ -81,11 +81,11 @@ class ClaudeCodeHarness:
                 hostfiles.UntrustedPath,
             ) as exc:  # GitError: a git baseline it could not read
                 raise ClaudeCodeError(f"could not stage the skill: {exc}") from None
-            # The same API, key and address as the runner's own client (runevals reads both
-            # from the environment); only the proxy ever holds the key.
+            # The same API, key and address as the runner's own client; only the proxy ever
+            # holds the key.
             proxy = ApiProxy(
-                api_key=os.environ.get("ANTHROPIC_API_KEY", ""),
-                upstream=os.environ.get("ANTHROPIC_BASE_URL"),
+                api_key=api_key(),
+                upstream=base_url(),
                 socket_path=socket_dir / "api.sock",
             )
             with proxy:

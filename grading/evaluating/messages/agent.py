@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from grading.anthropic_client import MessagesClient
 from grading.graders.rustregex import rust_search
 
 from ..conversation import Conversation
@@ -20,7 +21,6 @@ from ..harness import (
     AgentResult,
     AgentSettings,
     Dispatch,
-    MessagesClient,
     cap,
 )
 from .tools import TaskFolder, Toolbox, tool_definitions

@@ -6,12 +6,9 @@ Exit status: 0 done; 1 bad input (unknown skill, iteration or assertion); 2 coul
 
 from __future__ import annotations
 
-import os
-
-import anthropic
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from grading.anthropic_client import anthropic_client, api_key
 from grading.regrading import (
     JudgeFailed,
     JudgeNeeded,
@@ -59,14 +56,9 @@ class Command(BaseCommand):
             )
         except RegradeError as exc:
             raise CommandError(str(exc)) from None
-        # The SDK reads ANTHROPIC_BASE_URL itself; without a key there is no client, and the
-        # workflow refuses before any call if a judge would be asked.
-        client = None
-        if os.environ.get("ANTHROPIC_API_KEY"):
-            client = anthropic.Anthropic(
-                max_retries=settings.EVALSITE_API_MAX_RETRIES,
-                timeout=settings.EVALSITE_API_TIMEOUT,
-            )
+        # Without a key there is no client: the workflow refuses before any call if a judge
+        # would be asked.
+        client = anthropic_client() if api_key() else None
         quiet = options["verbosity"] == 0
         try:
             with CommandProgress(self.stdout, minimum=PROGRESS_THRESHOLD, lines=not quiet) as shown:
