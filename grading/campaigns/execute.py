@@ -25,13 +25,13 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from grading.evaluating.plan import RunPlan
-from grading.evaluating.report import iteration_report
 from grading.evaluating.runner import IterationRun, RunOutcome, write_error
 from runs.importing import ImportFailure, import_workspace
 from runs.models import Iteration
 
 from .models import QueuedIteration, QueuedRun, silent_since
 from .options import CampaignOptions
+from .report import iteration_report
 from .store import RunStore
 from .worker import (
     forget,

@@ -80,6 +80,10 @@ class RunOutcome:
     resumed: bool = False
 
 
+#: progress(outcome, done, total): one call per finished run.
+Progress = Callable[[RunOutcome, int, int], None]
+
+
 @dataclass
 class IterationRun:
     """What one runevals invocation did for one skill."""
@@ -123,7 +127,7 @@ class Runner:
         client: MessagesClient,
         settings: Settings,
         *,
-        progress: Callable[[RunOutcome, int, int], None] | None = None,
+        progress: Progress | None = None,
     ):
         self.plan = plan
         self.client = client

@@ -8,19 +8,17 @@ bad evals.json, no sandbox here and no --unsafe-no-sandbox, the skill locked by 
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from grading.campaigns.models import Campaign
 from grading.campaigns.options import CampaignError, CampaignOptions
-from grading.campaigns.workflow import enqueue, plan_skills, run_here, wait
+from grading.campaigns.report import progress_line, run_label
+from grading.campaigns.workflow import run_evals
 from grading.evaluating import claude_code
-from grading.evaluating.runner import RunOutcome, Settings
-from grading.sandbox import sandbox_problem
+from grading.evaluating.runner import RunOutcome
 from runs.management.progress import CommandProgress
 
 
@@ -82,127 +80,40 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["runs"] < 1 or options["concurrency"] < 1:
-            raise CommandError("--runs and --concurrency must be at least 1", returncode=2)
-        if options["wait"] and not options["queue"]:
-            raise CommandError("--wait follows a queued campaign: add --queue", returncode=2)
-        unsafe = options["unsafe_no_sandbox"]
+        # With --json, stdout carries only the JSON; progress goes to stderr.
+        log = self.stderr if options["json"] else self.stdout
         how = CampaignOptions(
             harness=options["harness"],
             concurrency=options["concurrency"],
             keep_env=options["keep_env"],
             responder_model=options["responder_model"],
-            sandbox=not unsafe,
+            sandbox=not options["unsafe_no_sandbox"],
         )
-        # With --json, stdout carries only the JSON; progress goes to stderr.
-        log = self.stderr if options["json"] else self.stdout
         try:
-            plans = plan_skills(
-                options["skill_dirs"],
-                mode=options["mode"],
-                baseline=options["baseline"],
-                runs=options["runs"],
-                only=[x for x in (options["only"] or "").split(",") if x.strip()],
-                agent_model=options["model"],
-                judge_model=options["judge_model"],
-            )
-            if options["dry_run"]:
-                for plan in plans:
-                    self._print_plan(plan)
-                self.stdout.write(self._sandbox_line(unsafe))
-                return
-            if unsafe:
-                self.stderr.write(
-                    "runevals: --unsafe-no-sandbox: agents' commands and command checks run "
-                    "without the sandbox, with access to this machine's files and processes"
+            with CommandProgress(log, lines=False) as shown:
+                result = run_evals(
+                    skill_dirs=options["skill_dirs"],
+                    options=how,
+                    agent_model=options["model"],
+                    judge_model=options["judge_model"],
+                    mode=options["mode"],
+                    baseline=options["baseline"],
+                    runs=options["runs"],
+                    only=[x for x in (options["only"] or "").split(",") if x.strip()],
+                    dry_run=options["dry_run"],
+                    queue=options["queue"],
+                    wait_until_imported=options["wait"],
+                    resume=options["resume"],
+                    progress=functools.partial(_show, shown),
+                    tell=log.write,
+                    warn=self.stderr.write,
                 )
-            with CommandProgress(log, lines=False) as progress:
-                shown = functools.partial(self._progress, progress)
-                if options["queue"]:
-                    campaign = enqueue(plans, how, resume=options["resume"])
-                    if not options["wait"]:
-                        self._print_queued(campaign, as_json=options["json"])
-                        return
-                    log.write(self._queued_line(campaign))
-                    result = wait(campaign, progress=shown)
-                else:
-                    result = run_here(plans, how, resume=options["resume"], progress=shown)
-            if options["json"]:
-                reports = result.reports
-                self.stdout.write(json.dumps(reports if len(reports) > 1 else reports[0], indent=2))
-            else:
-                for report in result.reports:
-                    self.stdout.write(report["summary"])
+            self.stdout.write(result.summary(as_json=options["json"]))
             result.check(fail_on_regression=options["fail_on_regression"])
         except CampaignError as exc:
             raise CommandError(str(exc), returncode=exc.returncode) from None
 
-    def _print_plan(self, plan: Any) -> None:
-        fewest, most, judges = plan.api_calls(max_calls=Settings(Path()).max_calls)
-        cells = len(plan.runs)
-        self.stdout.write(
-            f"{plan.skill.name}: {plan.mode}, {len(plan.evals)} evals × "
-            f"{len(plan.conditions)} conditions ({', '.join(c.name for c in plan.conditions)})"
-            f" = {cells} runs; agent {plan.agent_model}, judge {plan.judge_model}"
-        )
-        for case in plan.evals:
-            kinds = ", ".join(sorted({a.get("type", "llm_judge") for a in case.assertions}))
-            self.stdout.write(
-                f"  {case.eval_id}: {case.runs} run(s) per condition, "
-                f"{len(case.assertions)} assertion(s){f' ({kinds})' if kinds else ''}"
-                f"{', negative' if not case.skill_should_trigger else ''}"
-            )
-        self.stdout.write(
-            f"API calls: {fewest + judges} at least ({fewest} agent, {judges} judge), "
-            f"at most {most + judges} (agent calls are capped at "
-            f"{Settings(Path()).max_calls} per run)"
-        )
 
-    def _sandbox_line(self, unsafe: bool) -> str:
-        if unsafe:
-            return "Sandbox: off (--unsafe-no-sandbox)"
-        problem = sandbox_problem()
-        if problem is None:
-            return "Sandbox: bubblewrap"
-        return f"Sandbox: unavailable here ({problem}); a real run needs --unsafe-no-sandbox"
-
-    def _queued_line(self, campaign: Campaign) -> str:
-        iterations = campaign.iterations.order_by("pk")
-        parts = ", ".join(f"{q.skill_name} {q.label} ({q.runs.count()} runs)" for q in iterations)
-        return (
-            f"Queued {campaign}: {parts}; progress at {campaign.get_absolute_url()} "
-            "(workers: celery -A evalsite worker)"
-        )
-
-    def _print_queued(self, campaign: Campaign, *, as_json: bool) -> None:
-        if not as_json:
-            self.stdout.write(self._queued_line(campaign))
-            return
-        iterations = campaign.iterations.order_by("pk")
-        self.stdout.write(
-            json.dumps(
-                {
-                    "campaign": campaign.pk,
-                    "url": campaign.get_absolute_url(),
-                    "iterations": [
-                        {"skill": q.skill_name, "label": q.label, "runs": q.runs.count()}
-                        for q in iterations
-                    ],
-                },
-                indent=2,
-            )
-        )
-
-    def _progress(
-        self, progress: CommandProgress, outcome: RunOutcome, done: int, total: int
-    ) -> None:
-        what = outcome.run.relpath.removeprefix("eval-")
-        if outcome.errored:
-            detail = f"errored: {outcome.errored}"
-        else:
-            detail = f"{outcome.passed}/{outcome.total} passed"
-        progress.line(
-            f"[{done}/{total}] {what}: {detail} ({outcome.seconds:.1f} s, "
-            f"{outcome.tokens + outcome.judge_tokens} tokens)"
-        )
-        progress.step(done, total, what)
+def _show(shown: CommandProgress, outcome: RunOutcome, done: int, total: int) -> None:
+    shown.line(progress_line(outcome, done, total))
+    shown.step(done, total, run_label(outcome))
