@@ -45,15 +45,14 @@ from .bwrap import (  # re-exported: callers know the sandbox, not its parts
     sandboxed_argv,
 )
 from .bwrap import limit_args as _limit_args
+from .limits import Limits, describe  # re-exported: callers know the sandbox, not its parts
 from .processes import (  # re-exported: callers know the sandbox, not its parts
     LimitExceeded,
-    Limits,
     Outcome,
     SandboxedProcess,
     SandboxError,
     SandboxUnavailable,
     Supervisor,
-    describe,
     kill_tree,
 )
 

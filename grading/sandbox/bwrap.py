@@ -16,7 +16,8 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .processes import Limits, SandboxUnavailable
+from .limits import Limits
+from .processes import SandboxUnavailable
 
 #: What programs need from the system, bound read-only where they are (or, for the merged
 #: /usr layout's /bin → usr/bin links, recreated as the same links).

@@ -3,7 +3,8 @@
 bubblewrap binds the task folder from the host's disk, where RLIMIT_FSIZE limits one file
 but nothing limits their sum; a size-capped mount would hide the folder from the graders
 that read it afterwards. So the supervisor measures it while a command runs and stops the
-command once it is over (`Limits.disk_bytes`, `Limits.disk_entries`).
+command once it is over (the `max_bytes` and `max_entries` it is given: `Limits.disk_bytes`
+and `Limits.disk_entries`).
 """
 
 from __future__ import annotations
@@ -12,10 +13,6 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .processes import Limits
 
 
 class DiskWatch:
@@ -32,12 +29,14 @@ class DiskWatch:
     def __init__(
         self,
         folders: Sequence[Path],
-        limits: Limits,
         *,
+        max_bytes: int,
+        max_entries: int,
         processes: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.folders = list(folders)
-        self.limits = limits
+        self.max_bytes = max_bytes
+        self.max_entries = max_entries
         #: The /proc that lists the command's processes (the sandbox's own), when known.
         self.processes = processes
         # Not at once: a command that ends within the interval cannot write much, and most
@@ -48,9 +47,9 @@ class DiskWatch:
         now = time.monotonic()
         if now < self.next_at:
             return False
-        room = self.limits.disk_bytes - deleted_but_open_bytes(self.processes())
+        room = self.max_bytes - deleted_but_open_bytes(self.processes())
         exceeded = room < 0 or folder_usage_exceeds(
-            self.folders, max_bytes=room, max_entries=self.limits.disk_entries
+            self.folders, max_bytes=room, max_entries=self.max_entries
         )
         took = time.monotonic() - now
         self.next_at = time.monotonic() + max(self.MIN_INTERVAL, 10 * took)

@@ -1,5 +1,5 @@
-"""The processes the sandbox starts: limits, supervision (bounded output, wall time, the
-process count), and killing a process with everything it started.
+"""The processes the sandbox starts: supervision within their `Limits` (bounded output, wall
+time, the process count, the disk quota), and killing a process with everything it started.
 
 `sandbox` builds the bubblewrap command line and starts processes; this module is what
 watches them until they end. Its names are re-exported by `sandbox`, which callers use.
@@ -17,10 +17,11 @@ import subprocess
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .diskquota import DiskWatch
+from .limits import Limits
 
 #: How often the process count and the wall clock are checked.
 WATCH_SECONDS = 0.02
@@ -51,36 +52,6 @@ class LimitExceeded(SandboxError):
         super().__init__(message)
 
 
-def _setting(name: str, default: int) -> int:
-    """An operator's setting for a default limit, where Django is configured."""
-    from django.conf import settings
-
-    return int(getattr(settings, name, default)) if settings.configured else default
-
-
-@dataclass(frozen=True)
-class Limits:
-    wall_seconds: float = 120.0
-    cpu_seconds: int = 120
-    memory_bytes: int = 2 * 1024**3
-    output_bytes: int = 1024**2  # stdout+stderr kept; the rest read and dropped, flagged
-    max_processes: int = 256
-    file_bytes: int = 1024**3  # the largest file a command may write
-    tmp_bytes: int = 256 * 1024**2  # each of /tmp, /var/tmp and /dev/shm (memory-backed)
-    #: What the task folder (and every writable bind) may hold in all, counted across the
-    #: run's commands since the folder keeps what each wrote: a per-file limit alone let one
-    #: command write 3 GB to the host's disk. Watched, like the process count.
-    disk_bytes: int = field(
-        default_factory=lambda: _setting("EVALSITE_RUN_DISK_BYTES", 2 * 1024**3)
-    )
-    #: Files and folders it may hold: a million empty files fill a disk's inodes instead.
-    disk_entries: int = field(default_factory=lambda: _setting("EVALSITE_RUN_DISK_FILES", 200_000))
-    #: Commands run at a lower priority than runevals and the sandbox's PID 1, so that the
-    #: watch and the kill still get the CPU against a fork bomb: at equal priority, killing
-    #: one waited ~0.9 s behind 300 runnable processes on two cores, by then 2,500 of them.
-    niceness: int = 10
-
-
 @dataclass
 class Outcome:
     #: The exit status, bash-style: 128+N when killed by signal N (bwrap reports it so);
@@ -91,28 +62,6 @@ class Outcome:
     timed_out: bool = False
     output_truncated: bool = False
     limit: str | None = None  # which limit stopped it: a `Limits` field name
-
-
-def describe(limit: str, limits: Limits) -> str:
-    """What hitting `limit` means, for a tool error or a grader's evidence."""
-    return {
-        "wall_seconds": f"it ran longer than {limits.wall_seconds:g} s",
-        "cpu_seconds": f"it used more than {limits.cpu_seconds} s of CPU time",
-        "memory_bytes": f"it ran out of memory (limit {_size(limits.memory_bytes)} per process)",
-        "max_processes": f"it started more than {limits.max_processes} processes",
-        "file_bytes": f"it wrote a file larger than {_size(limits.file_bytes)}",
-        "disk_bytes": (
-            f"the task folder grew past {_size(limits.disk_bytes)} or "
-            f"{limits.disk_entries:,} files (the run's disk quota)"
-        ),
-    }.get(limit, limit)
-
-
-def _size(n: int) -> str:
-    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if n >= scale:
-            return f"{n / scale:g} {unit}"
-    return f"{n} bytes"
 
 
 # --- running ------------------------------------------------------------------------------
@@ -239,7 +188,16 @@ class Supervisor:
         self.status_data = b""
         self.started = time.monotonic()
         self.stopped_by: str | None = None
-        self.disk = DiskWatch(writable, limits, processes=self._proc) if writable else None
+        self.disk = (
+            DiskWatch(
+                writable,
+                max_bytes=limits.disk_bytes,
+                max_entries=limits.disk_entries,
+                processes=self._proc,
+            )
+            if writable
+            else None
+        )
 
     def _status(self, data: bytes) -> None:
         """bwrap's status pipe: it names the sandbox's PID 1 first (then its exit code)."""
