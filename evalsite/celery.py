@@ -1,17 +1,16 @@
-"""The Celery app `runevals --queue` sends runs to: `celery -A evalsite worker`.
+"""The Celery app `runevals --queue` sends runs to, as `celery -A evalsite worker` finds it.
 
-Configured from Django's settings (the CELERY_* names, e.g. CELERY_BROKER_URL), so a worker
-reads the same environment and `.env` as gunicorn and manage.py.
+The app itself is the campaign queue's (grading/campaigns/celery_app.py); this module names
+the settings it is configured from before it is created, as Celery's Django support reads
+DJANGO_SETTINGS_MODULE then.
 """
 
 from __future__ import annotations
 
 import os
 
-from celery import Celery
-
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
 
-app = Celery("evalsite")
-app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks()
+from grading.campaigns.celery_app import app  # noqa: E402  (after the settings are named)
+
+__all__ = ["app"]

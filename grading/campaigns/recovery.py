@@ -23,6 +23,7 @@ from django.db import connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from . import tasks
 from .models import Campaign, QueuedIteration, QueuedRun
 
 log = logging.getLogger(__name__)
@@ -38,8 +39,6 @@ class Resent:
 
 def resend_lost(*, campaign: Campaign | None = None) -> Resent:
     """Send again the task of every lost run and unfinalised iteration (of `campaign`)."""
-    from . import tasks  # tasks starts the sweeping thread, so imports this module
-
     now = timezone.now()
     resent = Resent()
     runs = QueuedRun.objects.lost(now).select_related("iteration")

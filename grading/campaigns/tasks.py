@@ -12,14 +12,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from celery import Task, shared_task
-from celery.signals import worker_init, worker_ready
-from django.conf import settings
+from celery import Task
 
-import evalsite.celery  # noqa: F401  the app these tasks bind to, loaded with them
-
-from . import execute, recovery
-from .worker import clean_lost_scratch
+from . import execute
+from .celery_app import app
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +35,7 @@ def queued_id(value: object) -> int | None:
     return None
 
 
-@shared_task(bind=True, name="campaigns.play_run", max_retries=MAX_RETRIES)
+@app.task(bind=True, name="campaigns.play_run", max_retries=MAX_RETRIES)
 def play_run(self: Task, run_id: object) -> None:
     """Play, record and grade one queued run; finalise its iteration if it was the last."""
     if (pk := queued_id(run_id)) is None:
@@ -48,7 +44,7 @@ def play_run(self: Task, run_id: object) -> None:
     _try(self, f"queued run #{pk}", lambda: execute.play_queued_run(pk))
 
 
-@shared_task(bind=True, name="campaigns.finalise_iteration", max_retries=MAX_RETRIES)
+@app.task(bind=True, name="campaigns.finalise_iteration", max_retries=MAX_RETRIES)
 def finalise_iteration(self: Task, iteration_id: object) -> None:
     """Finalise and import a queued iteration whose runs are all recorded (--resume, sweep)."""
     if (pk := queued_id(iteration_id)) is None:
@@ -83,19 +79,3 @@ def _try(task: Task, what: str, work: Callable[[], None]) -> None:
 def backoff(retries: int) -> float:
     """Seconds before trying again after an unexpected failure: 1, 2, 4… up to a minute."""
     return float(min(60, 2**retries))
-
-
-@worker_ready.connect
-def clean_up_after_lost_workers(**kwargs: object) -> None:
-    clean_lost_scratch()
-    recovery.start_sweeping()
-
-
-@worker_init.connect
-def refuse_to_start_without_a_broker(**kwargs: object) -> None:
-    """Without CELERY_BROKER_URL Celery would try a RabbitMQ on localhost, forever."""
-    if not settings.CELERY_BROKER_URL:
-        raise SystemExit(
-            "CELERY_BROKER_URL is not set: the worker reads runevals --queue's runs from "
-            "Redis (e.g. CELERY_BROKER_URL=redis://127.0.0.1:6379/1 in .env)"
-        )
