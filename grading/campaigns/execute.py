@@ -25,7 +25,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from grading.evaluating.plan import RunPlan
-from grading.evaluating.runner import IterationRun, RunOutcome, write_error
+from grading.evaluating.runfolder import write_error
+from grading.evaluating.runner import IterationRun, RunOutcome
 from runs.importing import ImportFailure, import_workspace
 from runs.models import Iteration
 

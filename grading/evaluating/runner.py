@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,6 @@ from grading.sandbox import SandboxError, unsandboxed
 from runs.importing import import_workspace, iteration_benchmark
 
 from .folders import SkillLock, iteration_folders, unfinished_iteration
-from .grader import grade
 from .harness import AgentResult, AgentSettings, Dispatch, Harness
 from .messages import MessagesHarness
 from .plan import (
@@ -38,6 +36,7 @@ from .plan import (
     RunPlan,
     read_definition,
 )
+from .runfolder import grade_run_folder, now, write_error, write_json, write_run
 from .taskdir import build_template, copy_template
 
 log = logging.getLogger(__name__)
@@ -176,7 +175,7 @@ class Runner:
                 }
                 for c in plan.conditions
             ],
-            timestamp=_now(),
+            timestamp=now(),
             harness=self.settings.harness.name,
             runs=max((e.runs for e in plan.evals), default=1),
             agent_model=plan.agent_model,
@@ -189,7 +188,7 @@ class Runner:
                 "sandbox": self.settings.sandbox,
             },
         )
-        _write_json(folder / "conditions.json", data)
+        write_json(folder / "conditions.json", data)
         # Read again without following a link, as make_plan read them: the skill folder
         # is its author's.
         snapshot = read_definition(
@@ -286,17 +285,15 @@ class Runner:
         agent = dispatch.result
         try:
             agent = self.settings.harness.run(dispatch)
-            self._write_run(staging, run, case, condition, env, agent)
-            graded = grade(
+            write_run(staging, run=run, case=case, condition=condition, env=env, agent=agent)
+            graded = grade_run_folder(
+                staging,
                 client=client,
                 plan=self.plan,
                 case=case,
                 condition=condition,
-                run=run,
-                record=json.loads((staging / "run.json").read_text(encoding="utf-8")),
                 task_folder=env,
                 baseline_commit=baseline,
-                staging=staging,
                 command_timeout=self.settings.command_timeout,
             )
             outcome.passed, outcome.total = graded.passed, graded.total
@@ -313,9 +310,9 @@ class Runner:
             (staging / "grading.json").unlink(missing_ok=True)
             write_error(staging, outcome.errored, type(exc).__name__, calls=agent.usage.calls)
         for name, data in agent.artifacts.items():
-            _write_json(staging / name, data)
+            write_json(staging / name, data)
         outcome.tokens, outcome.calls = agent.usage.total, agent.usage.calls
-        _write_json(
+        write_json(
             staging / "timing.json",
             {
                 "total_tokens": agent.usage.total,
@@ -333,24 +330,6 @@ class Runner:
         outcome.api_seconds = client.seconds
         return outcome
 
-    def _write_run(self, staging, run, case, condition, env, agent: AgentResult) -> None:
-        root = env.resolve()
-        record: dict[str, Any] = {
-            "eval_id": run.eval_id,
-            "condition": run.condition,
-            "skill_path": condition.skill.path if condition.skill else None,
-            "prompt": case.case["prompt"],
-            "files": [str(root / destination) for _, destination in case.fixtures],
-            "final_message": agent.final_message,
-            "tool_invocations": agent.tool_invocations,
-            "total_tokens": None,
-            "duration_ms": None,
-        }
-        if run.multi:
-            record["run_index"] = run.run_index
-        _write_json(staging / "run.json", record)
-        _write_json(staging / "conversation.json", agent.conversation())
-
     def finish(self, folder: Path) -> None:
         """benchmark.json from the graded runs, with evalsite's validity warnings."""
         shutil.rmtree(folder / ".partial", ignore_errors=True)
@@ -360,30 +339,15 @@ class Runner:
             definitions=self.plan.definitions,
             meta={
                 "conditions_compared": [c.name for c in self.plan.conditions],
-                "generated": _now(),
+                "generated": now(),
                 "baseline": self.plan.baseline_label,
             },
         )
         warnings = benchmark["validity_warnings"]  # benchmark.json holds sentences
         found = self.settings.harness.finish_iteration(folder)
         benchmark["validity_warnings"] = warnings + [w for w in found if w not in warnings]
-        _write_json(folder / "benchmark.json", benchmark)
-
-
-def write_error(folder: Path, error: str, kind: str, *, calls: int = 0) -> None:
-    """The run's error.json: it is imported as errored, kept out of pass rates."""
-    _write_json(
-        folder / "error.json", {"error": error, "type": kind, "api_calls": calls, "at": _now()}
-    )
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        write_json(folder / "benchmark.json", benchmark)
 
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())[:300]
-
-
-def _write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
