@@ -1,3 +1,5 @@
+"""Review pages: a skill's needs-review queue, and a run's notes and overrides."""
+
 from __future__ import annotations
 
 from django.urls import path

@@ -1,3 +1,5 @@
+"""The campaigns app: queued runevals campaigns, their tables labelled `campaigns`."""
+
 from __future__ import annotations
 
 from django.apps import AppConfig

@@ -1,3 +1,5 @@
+"""A queued campaign's progress page."""
+
 from __future__ import annotations
 
 from django.urls import path

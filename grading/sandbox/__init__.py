@@ -1,8 +1,8 @@
 """A bubblewrap sandbox for everything an agent, or an eval's command, runs.
 
-An agent's `Bash` is untrusted code. Run as it was, it read ANTHROPIC_API_KEY, SECRET_KEY and
-DATABASE_URL from /proc/$PPID/environ, read the site's database, wrote anywhere, left
-processes running after runevals ended and exhausted memory with a 300 MB stdout. Under
+An agent's `Bash` is untrusted code. Run bare, it could read ANTHROPIC_API_KEY, SECRET_KEY
+and DATABASE_URL from /proc/$PPID/environ, read the site's database, write anywhere, leave
+processes running after runevals ended and exhaust memory with a 300 MB stdout. Under
 `run` and `spawn` a command sees:
 
 - a read-only system: /usr (and the /bin, /lib… links into it), the /etc files programs

@@ -17,7 +17,7 @@ Isolation, per run:
 - permissions without `--dangerously-skip-permissions` (which the CLI refuses as root):
   `acceptEdits`, an allow-list of tools and `--permission-prompts none`, so anything else
   is refused and recorded as a permission denial;
-- the CLI runs in the sandbox (sandbox.py: no network, the task folder and its home the
+- the CLI runs in the sandbox (`grading.sandbox`: no network, the task folder and its home the
   only writable places) and reaches the API only through a Unix socket bind-mounted into it
   (`ANTHROPIC_UNIX_SOCKET`, the CLI's own way to talk to a host-side endpoint), served by
   apiproxy.ApiProxy, which holds the real key and the run's budget: the CLI gets a
