@@ -123,6 +123,10 @@ SENTENCES: dict[str, str] = {
     "trigger-description-from-skill": (
         "the result does not record the description it tested: SKILL.md's ({source}) is shown"
     ),
+    "trigger-description-unknown": (
+        "the result does not record the description it tested, and no SKILL.md of the skill "
+        "was imported: the description is unknown"
+    ),
     "trigger-description-cut": (
         "the result cut the description it tested short, and SKILL.md's does not begin with "
         "it: the cut text is shown"

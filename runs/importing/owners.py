@@ -83,8 +83,16 @@ def attribute(
     by_kind = sorted(
         found.triggers, key=lambda p: (found.triggers[p][0] != "set", natural_key(str(p)))
     )
+    # A set that names no skill is that of the results beside it, when they name one.
+    beside: dict[Path, set[str]] = defaultdict(set)
+    for path, (kind, data) in found.triggers.items():
+        if kind != "set":
+            beside[path.parent].update(trigger_names(data))
     for path in by_kind:
-        units.extend(owner.triggers(path, *found.triggers[path]))
+        kind, data = found.triggers[path]
+        neighbours = beside[path.parent]
+        hint = next(iter(neighbours)) if kind == "set" and len(neighbours) == 1 else None
+        units.extend(owner.triggers(path, kind, data, hint))
     skill_units = [
         Source("skill", folder, folder.resolve().name, "", folder)
         for folder in sorted(skills, key=lambda p: natural_key(str(p)))
@@ -133,8 +141,9 @@ class _Owners:
             "baseline", path, owner.resolve().name, "baseline", folder, None, None, frozenset(), why
         )
 
-    def triggers(self, path: Path, kind: str, data: Any) -> list[Source]:
-        """One unit per skill a trigger file names (one, when it names none)."""
+    def triggers(self, path: Path, kind: str, data: Any, beside: str | None) -> list[Source]:
+        """One unit per skill a trigger file names (one, when it names none); a set naming
+        none takes the skill the results `beside` it name."""
         named = trigger_names(data)
         units = []
         for name in named or [None]:
@@ -143,6 +152,9 @@ class _Owners:
             if folder is None:
                 folder, why = self._around(path)
                 why = why or (f"its {kind} names {name!r}" if name else "")
+            if folder is None and name is None and beside is not None:
+                name, why = beside, f"the results beside it name {beside!r}"
+                folder = self.names.folder_named(beside)
             stem = TRIGGER_FILE_SKILL.match(path.stem)
             fallback = stem.group(1) if stem else self._fallback_name(path, "triggers")
             units.append(

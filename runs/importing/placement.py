@@ -147,7 +147,7 @@ def place(folders: dict[Path, Listing]) -> Placement:
                 if pattern.match(name):
                     found.skipped[path / name] = f"unrecognised result format ({what})"
         if not holds_runs(listing) and FIXTURE_DIRS.isdisjoint(listing.relative):
-            _place_triggers(found, path, files)
+            _place_triggers(found, path, files, listing.relative)
         if (
             "grading.json" in files
             or "timing.json" in files
@@ -167,13 +167,16 @@ def place(folders: dict[Path, Listing]) -> Placement:
     return found
 
 
-def _place_triggers(found: Placement, folder: Path, files: frozenset[str]) -> None:
+def _place_triggers(
+    found: Placement, folder: Path, files: frozenset[str], relative: tuple[str, ...]
+) -> None:
     """Trigger sets and results in `folder`, known by their keys whatever their names."""
+    in_trigger_folder = any(TRIGGER_NAME.search(part) for part in relative)
     for name in sorted(files):
         if not name.endswith(".json") or name in NOT_TRIGGER_FILES or AUTHOR_GRADING.match(name):
             continue
         path = folder / name
-        named = bool(TRIGGER_NAME.search(name))
+        named = in_trigger_folder or bool(TRIGGER_NAME.search(name))
         try:
             head = read_head(path, SNIFF_BYTES)
             if not named and not any(key in head for key in TRIGGER_KEYS):

@@ -9,21 +9,34 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+import orjson
+
 from runs.changes import changed
-from runs.models import Skill, TriggerFormat, TriggerIteration, TriggerQuery, TriggerSet
+from runs.models import (
+    Skill,
+    TriggerFormat,
+    TriggerIteration,
+    TriggerQuery,
+    TriggerRun,
+    TriggerSet,
+)
 from runs.stats.triggers import QueryOutcome, broken_harness
 from runs.warnings import ValidityWarning
 
+from .errors import ImportFailure
 from .fitting import shortened
 from .records import SkillDefinitions
 from .report import ImportReport
+from .tree import read_result_file
 from .triggers import SET, ParsedSet, ParsedTriggers, read_results, read_sets, sniff
 
 #: run_loop.py's --results-dir names each run's folder by its start: 2026-01-31_142501.
 FOLDER_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[_T](\d{2})(\d{2})(\d{2})")
+#: The first tool calls of a run kept beside its outcome.
+MAX_TOOL_CALLS = 5
 
 
 def write_trigger_file(
@@ -42,6 +55,7 @@ def write_trigger_file(
         for parsed in read_sets(data, display):
             if part is None or parsed.skill_name == part:
                 _write_set(skill, parsed, display, report)
+        report.placed.append((skill.name, f"trigger set {path.name}", display, why))
     else:
         for parsed in read_results(data, display):
             if part is None or parsed.skill_name == part:
@@ -75,6 +89,8 @@ def _write_results(
         report.count("trigger iterations", "skipped")
         return
     description, warnings = _description(skill, parsed, definitions)
+    made_by = parsed.provenance.get("evalsite")
+    made_by = made_by if isinstance(made_by, dict) else {}
     label = (
         path.name + (f" ({part})" if part else "") + (f" step {parsed.step}" if parsed.step else "")
     )
@@ -89,7 +105,13 @@ def _write_results(
         "loop_step": parsed.step,
         "is_best": parsed.is_best,
         "threshold": parsed.threshold,
-        "runs_per_query": max((q.runs for q in parsed.queries if q.runs), default=None),
+        "runs_per_query": made_by.get("runs_per_query")
+        or max((q.runs for q in parsed.queries if q.runs), default=None),
+        "siblings": [str(s) for s in made_by.get("siblings") or []],
+        "harness": " ".join(
+            str(made_by[k]) for k in ("harness", "harness_version") if made_by.get(k)
+        )[:200],
+        "agent_model": str(made_by.get("model") or "")[:200],
         "generated_at": _generated_at(path, parsed),
         "validity_warnings": [w.as_json() for w in [*parsed.warnings, *warnings]]
         + _measurement_warnings(parsed),
@@ -112,7 +134,7 @@ def _write_results(
         iteration.save()
         iteration.queries.all().delete()
         report.count("trigger iterations", "updated")
-    TriggerQuery.objects.bulk_create(
+    created = TriggerQuery.objects.bulk_create(
         [
             TriggerQuery(
                 iteration=iteration,
@@ -133,6 +155,55 @@ def _write_results(
         ],
         batch_size=500,
     )
+    runs = [
+        _run(query, record, path.parent, display)
+        for query, parsed_query in zip(created, parsed.queries, strict=True)
+        for record in parsed_query.run_records
+    ]
+    TriggerRun.objects.bulk_create(runs, batch_size=500)
+
+
+def _run(query: TriggerQuery, record: dict[str, Any], folder: Path, display: str) -> TriggerRun:
+    """One recorded run, its transcript read from inside the result's own folder."""
+    index = record.get("run")
+    calls = record.get("tool_calls")
+    return TriggerRun(
+        query=query,
+        run_index=index if isinstance(index, int) and not isinstance(index, bool) else 0,
+        outcome=record["outcome"],
+        loaded_skill=str(record.get("loaded_skill") or "")[:200],
+        tool_calls=calls[:MAX_TOOL_CALLS] if isinstance(calls, list) else [],
+        final_message=str(record.get("final_message") or ""),
+        error=str(record.get("error") or ""),
+        events=_transcript(folder, record.get("transcript"), display),
+        duration_ms=_whole(record.get("duration_ms")),
+        total_tokens=_whole(record.get("total_tokens")),
+    )
+
+
+def _whole(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _transcript(folder: Path, relative: Any, display: str) -> list[Any] | None:
+    """The run's conversation events: a relative path inside `folder`, never a link, never
+    out of it; None when there is none or it cannot be read."""
+    if not isinstance(relative, str) or not relative:
+        return None
+    parts = PurePosixPath(relative).parts
+    if PurePosixPath(relative).is_absolute() or ".." in parts or not parts:
+        return None
+    path = folder
+    for part in parts:
+        path = path / part
+        if path.is_symlink():
+            return None
+    try:
+        data = orjson.loads(read_result_file(path, display=f"{display}: {relative}"))
+    except (ImportFailure, orjson.JSONDecodeError):
+        return None
+    events = data.get("events", data.get("messages")) if isinstance(data, dict) else data
+    return events if isinstance(events, list) else None
 
 
 def _description(
@@ -142,6 +213,8 @@ def _description(
     if parsed.description is not None:
         return parsed.description, []
     known = (definitions.description if definitions else "") or skill.description
+    if not known:
+        return "", [ValidityWarning("trigger-description-unknown")]
     source = "its skill folder" if definitions and definitions.description else "stored"
     prefix = parsed.provenance.get("description_prefix")
     if isinstance(prefix, str):
@@ -175,7 +248,12 @@ def _set_of(skill: Skill, parsed: ParsedTriggers) -> TriggerSet | None:
 
 def _generated_at(path: Path, parsed: ParsedTriggers) -> datetime | None:
     """When the result was made: a timestamp it records, else its folder's name."""
-    recorded = parsed.provenance.get("timestamp") or parsed.provenance.get("generated_at")
+    made_by = parsed.provenance.get("evalsite")
+    recorded = (
+        parsed.provenance.get("timestamp")
+        or parsed.provenance.get("generated_at")
+        or (made_by.get("generated_at") if isinstance(made_by, dict) else None)
+    )
     if isinstance(recorded, str):
         try:
             moment = datetime.fromisoformat(recorded.replace("Z", "+00:00"))

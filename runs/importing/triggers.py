@@ -41,6 +41,12 @@ class ParsedQuery:
     errors: int = 0
     loaded: dict[str, int] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: runevals --triggers: each run's outcome, skill loaded, first tool calls, transcript path.
+    run_records: list[dict[str, Any]] = field(default_factory=list)
+
+
+#: What a run of runevals --triggers came to (TriggerOutcome's values).
+OUTCOMES = {"loaded", "other", "none", "timeout", "error"}
 
 
 @dataclass
@@ -88,18 +94,45 @@ def _rows(value: Any, *keys: str) -> bool:
     return isinstance(value, list) and bool(value) and all(_is_query(i, *keys) for i in value)
 
 
+#: Keys of a row that say it was measured (a run triggered, or not), not only asked for.
+MEASURED = ("trigger_rate", "triggers", "pass", "triggered", "passed")
+#: Keys of a row that name the skill an agent or a model picked: routing, not triggering.
+PICKED = ("top", "got", "picked", "predicted", "bm25_top_k", "actual_skill")
+ROUTING_RESULTS = "routing results (the skill picked per query), not imported yet"
+ROUTING_SET = (
+    "a routing set (each query with the skill expected by name, no should_trigger); "
+    "not imported yet"
+)
+JUDGEMENTS = "trigger judgements (predicted by a model, not measured runs); not imported"
+
+
+def _rows_with(value: Any, keys: tuple[str, ...]) -> bool:
+    """A list of objects, some holding one of `keys`."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(i, dict) for i in value)
+        and any(key in i for i in value for key in keys)
+    )
+
+
 def sniff(data: Any) -> str | None:
     """SET, RESULTS, a sentence naming a trigger shape evalsite does not read, or None."""
     if isinstance(data, list):
         if _rows(data, "query", "should_trigger"):
-            measured = any("trigger_rate" in i or "triggers" in i or "pass" in i for i in data)
-            return RESULTS if measured else SET
+            if not all(isinstance(i["should_trigger"], bool) for i in data):
+                return ROUTING_SET
+            return RESULTS if any(k in i for i in data for k in MEASURED) else SET
         if _rows(data, "skill", "queries"):
             return SET
-        if _rows(data, "id", "query", "expected"):
-            return "a routing set (queries with the skill expected); read with its results"
-        if _rows(data, "id", "top"):
-            return "routing results (the skill picked per query id), not imported yet"
+        if _rows_with(data, PICKED):
+            return ROUTING_RESULTS
+        if _rows_with(data, ("results",)) and any(
+            _rows_with(i.get("results"), PICKED) for i in data if isinstance(i, dict)
+        ):
+            return ROUTING_RESULTS
+        if _rows(data, "query") and _rows_with(data, ("expect", "expected", "skill")):
+            return ROUTING_SET
         return None
     if not isinstance(data, dict):
         return None
@@ -111,12 +144,24 @@ def sniff(data: Any) -> str | None:
         return RESULTS
     if _rows(data.get("query_results"), "query", "should_trigger"):
         return RESULTS
-    if _rows(data.get("evals"), "query", "should_trigger"):
-        return SET
+    if _rows(data.get("cases"), "query", "expected", "actual"):
+        return RESULTS
+    if _rows(data.get("evals"), "query"):
+        evals = data["evals"]
+        if all(isinstance(i.get("should_trigger"), bool) for i in evals):
+            return SET
+        if _rows_with(evals, ("should_trigger", "should_trigger_not", "expected", "expect")):
+            return ROUTING_SET
     if _rows(data.get("cases"), "prompt", "expected_trigger"):
         return SET
-    if _rows(data.get("baseline"), "query_id", "predicted"):
-        return "trigger judgements (predicted by a model, not measured runs); not imported"
+    if _rows(data.get("should_trigger"), "prompt") or _rows(data.get("should_trigger"), "query"):
+        return SET
+    if _rows_with(data.get("baseline"), ("predicted",)):
+        return JUDGEMENTS
+    for value in data.values():
+        rows = value.get("rows") if isinstance(value, dict) else value
+        if _rows_with(rows, PICKED):
+            return ROUTING_RESULTS
     return None
 
 
@@ -152,22 +197,50 @@ def _query(item: Mapping[str, Any], where: str, split: str = "") -> ParsedQuery:
     """One run_eval-like row: query, should_trigger, and counts or a rate."""
     triggers = _count(item.get("triggers", item.get("trigger_count")), f"{where}/triggers")
     runs = _count(item.get("runs", item.get("run_count")), f"{where}/runs")
+    if triggers is None and runs is None and isinstance(item.get("triggered"), bool):
+        triggers, runs = int(item["triggered"]), 1  # one run, recorded as whether it loaded
     if triggers is not None and runs is not None and triggers > runs:
         raise ImportFailure(f"{where}/triggers: {triggers} triggers out of {runs} runs")
     if runs is None:
         triggers = None
     passed = item.get("pass", item.get("passed"))
     extra = {k: v for k, v in item.items() if k.startswith("mean_") or k == "fixture"}
+    recorded_split = item.get("split")
+    expected = item.get("expected")
     return ParsedQuery(
         query=_text(item.get("query"), f"{where}/query"),
         should_trigger=_flag(item.get("should_trigger"), f"{where}/should_trigger"),
-        split=split,
+        split=recorded_split if recorded_split in ("train", "test") else split,
+        expected=expected.strip()[:200] if isinstance(expected, str) else "",
         triggers=triggers,
         runs=runs,
         rate=_rate(item.get("trigger_rate"), f"{where}/trigger_rate"),
         recorded_pass=passed if isinstance(passed, bool) else None,
+        errors=_count(item.get("errors"), f"{where}/errors") or 0,
+        loaded=_loaded(item.get("loaded"), f"{where}/loaded"),
         extra=extra,
+        run_records=_run_records(item.get("run_records"), f"{where}/run_records"),
     )
+
+
+def _loaded(value: Any, where: str) -> dict[str, int] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ImportFailure(f"{where}: expected an object of run counts by skill")
+    return {str(k)[:200]: _count(n, f"{where}/{k}") or 0 for k, n in value.items()}
+
+
+def _run_records(value: Any, where: str) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ImportFailure(f"{where}: expected a list of runs")
+    for i, record in enumerate(value):
+        if not isinstance(record, dict) or record.get("outcome") not in OUTCOMES:
+            known = ", ".join(sorted(OUTCOMES))
+            raise ImportFailure(f"{where}/{i}/outcome: expected one of {known}")
+    return value
 
 
 def _merged(queries: list[ParsedQuery]) -> tuple[list[ParsedQuery], list[str]]:
@@ -242,11 +315,24 @@ def read_results(data: Any, where: str) -> list[ParsedTriggers]:
                 provenance={"summary": summary},
             )
         ]
-    rows = _rows_of(data.get("results"), f"{where}/results")
-    fields = {k: v for k, v in data.items() if k not in {"results", "description", "skill_name"}}
+    if "cases" in data:
+        cases = [
+            {**case, "should_trigger": case.get("expected"), "triggered": case.get("actual")}
+            for case in data["cases"]
+            if isinstance(case, dict)
+        ]
+        rows = _rows_of(cases, f"{where}/cases")
+    else:
+        rows = _rows_of(data.get("results"), f"{where}/results")
+    fields = {
+        k: v for k, v in data.items() if k not in {"results", "cases", "description", "skill_name"}
+    }
+    made_by = data.get("evalsite")
+    if isinstance(made_by, dict) and made_by.get("threshold") is not None:
+        threshold = _rate(made_by["threshold"], f"{where}/evalsite/threshold") or 0.0
     return [
         _parsed(
-            "run_eval",
+            "evalsite" if isinstance(made_by, dict) else "run_eval",
             data.get("skill_name"),
             data.get("description"),
             rows,
@@ -306,6 +392,14 @@ def read_sets(data: Any, where: str) -> list[ParsedSet]:
         ]
     if isinstance(data, list):
         return [_set(None, data, where)]
+    if isinstance(data.get("should_trigger"), list):
+        items = [
+            {"query": item.get("prompt", item.get("query")), "should_trigger": should}
+            for key, should in (("should_trigger", True), ("should_not_trigger", False))
+            for item in data.get(key) or []
+            if isinstance(item, dict)
+        ]
+        return [_set(data.get("skill_name") or data.get("skill"), items, where)]
     if "cases" in data:
         cases = [
             {"query": case.get("prompt"), "should_trigger": case.get("expected_trigger")}

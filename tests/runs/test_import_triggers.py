@@ -221,3 +221,133 @@ def test_an_eval_fixture_is_not_a_trigger_set(tmp_path: Path) -> None:
     write_json(folder / "evals" / "trigger-eval.json", SET[:2])
     import_workspace([tmp_path])
     assert [len(s.queries) for s in TriggerSet.objects.all()] == [2]
+
+
+def test_one_judged_run_per_case_is_read_as_results(tmp_path: Path) -> None:
+    # {skill_name, description, cases[{query, expected, actual, passed}]}: one run per query.
+    skill(tmp_path / "changelog")
+    cases = [
+        {"query": "release notes", "expected": True, "actual": True, "passed": True},
+        {"query": "weather", "expected": False, "actual": True, "passed": False},
+    ]
+    data = {"skill_name": "changelog", "description": DESCRIPTION, "cases": cases}
+    write_json(tmp_path / "changelog" / "evals" / "trigger-results.json", data)
+    import_workspace([tmp_path])
+    rows = TriggerQuery.objects.values_list("query", "should_trigger", "triggers", "runs")
+    assert list(rows) == [("release notes", True, 1, 1), ("weather", False, 1, 1)]
+
+
+def test_rows_that_say_whether_each_query_triggered_are_results_not_a_set(
+    tmp_path: Path,
+) -> None:
+    skill(tmp_path / "changelog")
+    rows = [
+        {"query": "a", "should_trigger": True, "triggered": True, "passed": True},
+        {"query": "b", "should_trigger": False, "triggered": False, "passed": True},
+    ]
+    write_json(tmp_path / "changelog" / "evals" / "trigger_eval_results.json", rows)
+    import_workspace([tmp_path])
+    assert not TriggerSet.objects.exists()
+    assert list(TriggerQuery.objects.values_list("triggers", "runs")) == [(1, 1), (0, 1)]
+
+
+def test_a_set_given_as_should_and_should_not_lists_is_read(tmp_path: Path) -> None:
+    skill(tmp_path / "changelog")
+    data = {
+        "skill_name": "changelog",
+        "description_under_test": "see SKILL.md",
+        "should_trigger": [{"id": 1, "prompt": "release notes"}],
+        "should_not_trigger": [{"id": 2, "prompt": "weather"}, {"id": 3, "prompt": "jokes"}],
+    }
+    write_json(tmp_path / "changelog" / "evals" / "trigger-evals.json", data)
+    import_workspace([tmp_path])
+    assert [(q["query"], q["should_trigger"]) for q in TriggerSet.objects.get().queries] == [
+        ("release notes", True),
+        ("weather", False),
+        ("jokes", False),
+    ]
+
+
+def test_routing_sets_and_results_are_named_with_what_they_are(tmp_path: Path) -> None:
+    folder = skill(tmp_path / "changelog")
+    write_json(folder / "evals" / "trigger-eval.json", SET)
+    routing = [{"id": "q1", "expect": "changelog", "query": "notes"}]
+    write_json(folder / "evals" / "trigger_queries.json", routing)
+    picked = {"results": [{"id": "q1", "expect": "changelog", "got": "none", "ok": False}]}
+    write_json(folder / "evals" / "routing_results.json", picked)
+    group = {"evals": [{"query": "x", "should_trigger": "changelog"}, {"query": "y"}]}
+    write_json(folder / "evals" / "groups" / "people-group.json", group)
+    report = import_workspace([tmp_path])
+    left_out = " | ".join(report.unimported)
+    assert "trigger_queries.json: unrecognised result format (a routing set" in left_out
+    assert "routing_results.json: unrecognised result format (routing results" in left_out
+    assert "people-group.json: unrecognised result format (a routing set" in left_out
+
+
+def test_a_set_that_names_no_skill_is_that_of_the_results_beside_it(tmp_path: Path) -> None:
+    evals = tmp_path / "repo" / "evals"
+    write_json(evals / "eval_queries.json", SET)
+    write_json(evals / "trigger-results.json", run_eval(description=None))
+    import_workspace([tmp_path / "repo"])
+    assert list(Skill.objects.values_list("name", flat=True)) == ["changelog"]
+    iteration = TriggerIteration.objects.get()
+    assert iteration.trigger_set is not None
+    assert [w["code"] for w in iteration.validity_warnings] == ["trigger-description-unknown"]
+
+
+def runevals_result(folder: Path, transcript: str = "runs/q-1/run-1/conversation.json") -> None:
+    """What runevals --triggers writes for one description."""
+    records = [
+        {"run": 1, "outcome": "loaded", "loaded_skill": "changelog", "transcript": transcript,
+         "tool_calls": [{"name": "Skill", "input": {"skill": "changelog"}}], "final_message": "ok",
+         "duration_ms": 1200, "total_tokens": 300},
+        {"run": 2, "outcome": "other", "loaded_skill": "pdf", "tool_calls": []},
+        {"run": 3, "outcome": "timeout", "error": "no final message within 60 s"},
+    ]  # fmt: skip
+    data = {
+        "skill_name": "changelog",
+        "description": "Candidate.",
+        "results": [
+            {"query": "release notes", "should_trigger": True, "trigger_rate": 0.5,
+             "triggers": 1, "runs": 2, "pass": True, "split": "test", "expected": "changelog",
+             "errors": 1, "loaded": {"changelog": 1, "pdf": 1}, "run_records": records},
+        ],
+        "summary": {"total": 1, "passed": 1, "failed": 0},
+        "evalsite": {"harness": "claude-code", "harness_version": "2.1.0", "model": "m-1",
+                     "runs_per_query": 3, "threshold": 0.5, "siblings": ["pdf"],
+                     "generated_at": "2026-12-02T04:00:00Z"},
+    }  # fmt: skip
+    write_json(folder / "trigger-results.json", data)
+
+
+def test_runevals_trigger_results_keep_every_run(tmp_path: Path) -> None:
+    skill(tmp_path / "changelog")
+    described = tmp_path / "changelog" / "evals" / "triggers-20261202T040000Z" / "description-1"
+    runevals_result(described)
+    write_json(described / "runs" / "q-1" / "run-1" / "conversation.json", {"events": [{"a": 1}]})
+    import_workspace([tmp_path])
+    iteration = TriggerIteration.objects.get()
+    assert (iteration.source_format, iteration.harness, iteration.agent_model) == (
+        "evalsite",
+        "claude-code 2.1.0",
+        "m-1",
+    )
+    assert iteration.siblings == ["pdf"] and iteration.runs_per_query == 3
+    assert iteration.generated_at.isoformat() == "2026-12-02T04:00:00+00:00"
+    query = iteration.queries.get()
+    assert (query.split, query.expected_skill, query.errors) == ("test", "changelog", 1)
+    assert query.loaded == {"changelog": 1, "pdf": 1}
+    runs = list(query.run_records.values_list("run_index", "outcome", "loaded_skill"))
+    assert runs == [(1, "loaded", "changelog"), (2, "other", "pdf"), (3, "timeout", "")]
+    assert query.run_records.get(run_index=1).events == [{"a": 1}]
+
+
+@pytest.mark.parametrize("transcript", ["../../../../secret.json", "/etc/passwd", "link.json"])
+def test_a_transcript_path_never_leaves_the_result_folder(tmp_path: Path, transcript: str) -> None:
+    skill(tmp_path / "changelog")
+    described = tmp_path / "changelog" / "evals" / "triggers" / "description-1"
+    runevals_result(described, transcript)
+    write_json(tmp_path / "secret.json", {"events": ["secret"]})
+    (described / "link.json").symlink_to(tmp_path / "secret.json")
+    import_workspace([tmp_path])
+    assert TriggerIteration.objects.get().queries.get().run_records.get(run_index=1).events is None
