@@ -31,7 +31,8 @@ from .fitting import shortened
 from .records import SkillDefinitions
 from .report import ImportReport
 from .tree import read_result_file
-from .triggers import SET, ParsedSet, ParsedTriggers, read_results, read_sets, sniff
+from .trigger_sets import ParsedSet, read_sets
+from .triggers import SET, ParsedTriggers, read_results, sniff
 
 #: run_loop.py's --results-dir names each run's folder by its start: 2026-01-31_142501.
 FOLDER_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[_T](\d{2})(\d{2})(\d{2})")

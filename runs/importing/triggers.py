@@ -3,8 +3,8 @@
 `sniff` says what a parsed JSON document is (a set, results, or a trigger-ish shape evalsite
 does not read) by its keys alone, so discovery can place it wherever it sits. `read_results`
 turns results into one `ParsedTriggers` per description they tested (run_loop.py's history
-gives one per step); `read_sets` turns a set into its queries. Queries are keyed by their
-text: a query given twice is one query (its runs added up).
+gives one per step); sets are read by `trigger_sets`. Queries are keyed by their text: a
+query given twice is one query (its runs added up).
 """
 
 from __future__ import annotations
@@ -72,18 +72,6 @@ class ParsedTriggers:
         ]
         payload = orjson.dumps([self.format, self.description, self.step, rows])
         return hashlib.sha256(payload).hexdigest()
-
-
-@dataclass
-class ParsedSet:
-    """A skill's trigger queries: [{"query", "should_trigger", "expected"?}]."""
-
-    skill_name: str | None
-    queries: list[dict[str, Any]]
-    description: str | None = None
-
-    def fingerprint(self) -> str:
-        return hashlib.sha256(orjson.dumps(self.queries)).hexdigest()
 
 
 def _is_query(item: Any, *keys: str) -> bool:
@@ -165,13 +153,13 @@ def sniff(data: Any) -> str | None:
     return None
 
 
-def _text(value: Any, where: str) -> str:
+def text(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ImportFailure(f"{where}: expected a non-empty string")
     return value.strip()
 
 
-def _flag(value: Any, where: str) -> bool:
+def flag(value: Any, where: str) -> bool:
     if not isinstance(value, bool):
         raise ImportFailure(f"{where}: expected true or false")
     return value
@@ -208,8 +196,8 @@ def _query(item: Mapping[str, Any], where: str, split: str = "") -> ParsedQuery:
     recorded_split = item.get("split")
     expected = item.get("expected")
     return ParsedQuery(
-        query=_text(item.get("query"), f"{where}/query"),
-        should_trigger=_flag(item.get("should_trigger"), f"{where}/should_trigger"),
+        query=text(item.get("query"), f"{where}/query"),
+        should_trigger=flag(item.get("should_trigger"), f"{where}/should_trigger"),
         split=recorded_split if recorded_split in ("train", "test") else split,
         expected=expected.strip()[:200] if isinstance(expected, str) else "",
         triggers=triggers,
@@ -381,49 +369,3 @@ def _loop(data: Mapping[str, Any], where: str, threshold: float) -> list[ParsedT
     if not steps:
         raise ImportFailure(f"{where}/history: no steps")
     return steps
-
-
-def read_sets(data: Any, where: str) -> list[ParsedSet]:
-    """The trigger sets in a document (one per skill where it groups them by skill)."""
-    if isinstance(data, list) and data and "queries" in data[0]:
-        return [
-            _set(entry.get("skill"), entry.get("queries"), f"{where}/{i}/queries")
-            for i, entry in enumerate(data)
-        ]
-    if isinstance(data, list):
-        return [_set(None, data, where)]
-    if isinstance(data.get("should_trigger"), list):
-        items = [
-            {"query": item.get("prompt", item.get("query")), "should_trigger": should}
-            for key, should in (("should_trigger", True), ("should_not_trigger", False))
-            for item in data.get(key) or []
-            if isinstance(item, dict)
-        ]
-        return [_set(data.get("skill_name") or data.get("skill"), items, where)]
-    if "cases" in data:
-        cases = [
-            {"query": case.get("prompt"), "should_trigger": case.get("expected_trigger")}
-            for case in data["cases"]
-            if isinstance(case, dict)
-        ]
-        parsed = _set(data.get("skill"), cases, f"{where}/cases")
-        parsed.description = data.get("description_under_test") or None
-        return [parsed]
-    return [_set(data.get("skill") or data.get("skill_name"), data.get("evals"), f"{where}/evals")]
-
-
-def _set(name: Any, items: Any, where: str) -> ParsedSet:
-    if not isinstance(items, list):
-        raise ImportFailure(f"{where}: expected a list of queries")
-    queries: dict[str, dict[str, Any]] = {}
-    for i, item in enumerate(items):
-        if not isinstance(item, dict):
-            raise ImportFailure(f"{where}/{i}: expected an object with query and should_trigger")
-        text = _text(item.get("query"), f"{where}/{i}/query")
-        row: dict[str, Any] = {
-            "query": text,
-            "should_trigger": _flag(item.get("should_trigger"), f"{where}/{i}/should_trigger"),
-        }
-        queries.setdefault(text, row)
-    named = name.strip() if isinstance(name, str) and name.strip() else None
-    return ParsedSet(named, list(queries.values()))
