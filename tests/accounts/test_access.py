@@ -83,6 +83,9 @@ RULES: dict[str, tuple[str, str]] = {
     "api:compare_iterations": ("GET", "api-read"),
     "api:search_everything": ("GET", "api-read"),
     "api:search_skill": ("GET", "api-read"),
+    "api:trigger_iterations": ("GET", "api-read"),
+    "api:trigger_iteration": ("GET", "api-read"),
+    "api:trigger_compare": ("GET", "api-read"),
     "api:create_import": ("POST", "api-write"),
     "api:create_import_from_files": ("POST", "api-write"),
     "api:create_review": ("POST", "api-write"),
@@ -143,6 +146,10 @@ class World:
         url = reverse(name, kwargs=kwargs)
         if name in {"runs:compare", "api:compare_iterations"}:
             url += f"?a=1&b={self.run.iteration.number}"
+        if name == "api:trigger_compare":
+            url += "?a=1&b=2"
+        if name == "api:trigger_iteration":
+            url = reverse(name, kwargs={"skill": SKILL, "number": 1})
         if name == "accounts:revoke_share":
             url = reverse(name, kwargs={"pk": self.link.pk})
         if name == "campaigns:campaign":
