@@ -108,6 +108,9 @@ class Dispatch:
     result: AgentResult
     #: The skill under test, in every condition: a harness looks for other copies of it.
     skill_name: str = ""
+    #: Other skills staged beside `skill` (each `path` its own folder's SKILL.md), so that
+    #: a trigger run measures which of them the agent loads; none in an eval run.
+    siblings: tuple[SkillVersion, ...] = ()
 
 
 class Harness(Protocol):

@@ -32,9 +32,11 @@ class ClaudeCodeError(anthropic.APIError):
     """The CLI could not play a round (crashed, stopped by a limit, an API error after its
     retries). An APIError, so that the runner records the run as errored, never failed."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, timed_out: bool = False) -> None:
         # No request of evalsite's failed (the CLI's calls are its own): there is none to give.
         super().__init__(message, None, body=None)  # type: ignore[arg-type]
+        #: The round ran past its wall time (a trigger run records a timeout, not an error).
+        self.timed_out = timed_out
 
 
 def cli_path() -> Path | None:

@@ -218,7 +218,10 @@ class _Session(Conversation):
             reader.join(timeout=5)
         if process.limit:
             stopped = sandbox.describe(process.limit, limits)
-            raise ClaudeCodeError(f"round {round_}: the CLI was stopped: {stopped}")
+            raise ClaudeCodeError(
+                f"round {round_}: the CLI was stopped: {stopped}",
+                timed_out=process.limit == "wall_seconds",
+            )
         if not any(e.get("type") == "result" for e in events):
             detail = " ".join(" ".join(errors).split())[:300] or f"exit {process.returncode}"
             raise ClaudeCodeError(f"round {round_}: the CLI ended without a result: {detail}")

@@ -3,31 +3,45 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from grading.sandbox import hostfiles
+from grading.sandbox.hostfiles import SKILL_MD_MAX_BYTES
+from runs.importing import ImportFailure, parse_skill_md
 
 from ..harness import Dispatch
+from ..plan import FRONT_MATTER, SkillVersion
 from ..skillgit import export_skill_at
 
 
 def stage_skill(dispatch: Dispatch) -> Path | None:
     """Copy the condition's skill (SKILL.md and its other files, not evals/) to
-    `.claude/skills/<name>/`; the staged folder, None in a condition without a skill.
+    `.claude/skills/<name>/`, and each sibling beside it; the staged folder of the skill
+    under test, None in a condition without a skill.
 
     The folder is the skill's name (checked by the plan to be one folder name), as the CLI
     names a skill by its folder. The skill folder is its author's, so it is copied by
     `hostfiles`: regular files and folders, a symbolic link recreated as a link (which the
     host never follows and the sandbox resolves only among what it can see), anything else
-    refused. It is listed in the task's `.git/info/exclude`, so `git add` (hence diff_scope)
-    and `git status` leave it out: what the harness staged is not what the agent changed.
+    refused. The staged SKILL.md says the version's description (a trigger run tests one
+    that SKILL.md does not hold; the skill folder itself is never written). Each is listed in
+    the task's `.git/info/exclude`, so `git add` (hence diff_scope) and `git status` leave it
+    out: what the harness staged is not what the agent changed.
     """
     skill = dispatch.skill
     if skill is None:
         return None
-    target = dispatch.env / ".claude" / "skills" / skill.name
+    target = _stage(dispatch.env, skill, dispatch.skill_dir)
+    for sibling in dispatch.siblings:
+        _stage(dispatch.env, sibling, Path(sibling.path).parent)
+    return target
+
+
+def _stage(env: Path, skill: SkillVersion, skill_dir: Path | None) -> Path:
+    target = env / ".claude" / "skills" / skill.name
     if target.is_symlink() or target.exists():  # a fixture of that name: the staged copy wins
         if target.is_dir() and not target.is_symlink():
             shutil.rmtree(target)
@@ -36,20 +50,59 @@ def stage_skill(dispatch: Dispatch) -> Path | None:
     source = Path(skill.path)
     if hostfiles.entry_kind(source.parent, source.name) is not None:
         root = source.parent
-        hostfiles.copy_tree(root, target, skip=_skill_files(root, dispatch.env), links="copy")
-    elif skill.path.endswith(":SKILL.md") and dispatch.skill_dir is not None:
-        _export_from_git(dispatch.skill_dir, skill.path.removesuffix(":SKILL.md"), target)
-    if hostfiles.entry_kind(dispatch.env, target.relative_to(dispatch.env) / "SKILL.md") != (
-        "a regular file"
-    ):
+        hostfiles.copy_tree(root, target, skip=_skill_files(root, env), links="copy")
+    elif skill.path.endswith(":SKILL.md") and skill_dir is not None:
+        _export_from_git(skill_dir, skill.path.removesuffix(":SKILL.md"), target)
+    staged = target.relative_to(env) / "SKILL.md"
+    if hostfiles.entry_kind(env, staged) == "a regular file":
+        text = hostfiles.read_whole(env, staged, max_bytes=SKILL_MD_MAX_BYTES, what="a SKILL.md")
+        written = staged_text(text.decode("utf-8", errors="replace"), skill)
+    else:
         # Only the text is known (a baseline read some other way): SKILL.md from it.
         front = f"---\nname: {skill.name}\ndescription: {json.dumps(skill.description)}\n---\n"
-        hostfiles.write(target, "SKILL.md", (front + skill.body).encode("utf-8"))
-    exclude = dispatch.env / ".git" / "info" / "exclude"
+        written = front + skill.body
+    if written is not None:
+        hostfiles.write(target, "SKILL.md", written.encode("utf-8"))
+    exclude = env / ".git" / "info" / "exclude"
     exclude.parent.mkdir(parents=True, exist_ok=True)
     with exclude.open("a", encoding="utf-8") as handle:
         handle.write(f"/.claude/skills/{skill.name}/\n")
     return target
+
+
+#: A top-level key of YAML front matter; the lines after it, to the next, continue its value.
+_KEY = re.compile(r"^[A-Za-z0-9_-]+[ \t]*:")
+_DESCRIPTION = re.compile(r"^description[ \t]*:")
+
+
+def staged_text(text: str, skill: SkillVersion) -> str | None:
+    """The SKILL.md to stage for `skill` from a copy's `text`: None when it already says
+    the version's description, else the text with its `description:` replaced (or added)
+    and every other line of its front matter kept (`allowed-tools`, `license`…)."""
+    try:
+        _, description = parse_skill_md(text, display="SKILL.md")
+    except ImportFailure:
+        description = None
+    if description == skill.description:
+        return None
+    line = f"description: {json.dumps(skill.description, ensure_ascii=False)}"
+    match = FRONT_MATTER.match(text)
+    if match is None:
+        return f"---\nname: {skill.name}\n{line}\n---\n{text}"
+    lines = match.group(0).split("\n")
+    closing = max(i for i, part in enumerate(lines) if part.rstrip() == "---")
+    kept: list[str] = []
+    in_description = False
+    for part in lines[1:closing]:
+        if _KEY.match(part):
+            in_description = bool(_DESCRIPTION.match(part))
+            if in_description:
+                continue
+        elif in_description:
+            continue  # the old description's continuation lines
+        kept.append(part)
+    head = ["---", *kept, line, *lines[closing:]]
+    return "\n".join(head) + text[match.end() :]
 
 
 def _skill_files(root: Path, env: Path) -> Callable[[PurePosixPath], bool]:

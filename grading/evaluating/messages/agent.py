@@ -42,9 +42,9 @@ class MessagesHarness:
     version = "1"
 
     def run(self, dispatch: Dispatch) -> AgentResult:
-        skill = dispatch.skill
-        skills = {skill.name: skill.body} if skill else {}
-        descriptions = {skill.name: skill.description} if skill else {}
+        staged = [dispatch.skill, *dispatch.siblings] if dispatch.skill else []
+        skills = {skill.name: skill.body for skill in staged}
+        descriptions = {skill.name: skill.description for skill in staged}
         conversation = MessagesConversation(
             dispatch.client,
             dispatch.agent,
