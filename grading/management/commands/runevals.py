@@ -1,5 +1,7 @@
 """`manage.py runevals SKILL_DIR…`: run, grade, write and import an iteration per skill, here
-or (--queue) on Celery workers; the workflow is grading/campaigns/workflow.py.
+or (--queue) on Celery workers; the workflow is grading/campaigns/workflow.py. With
+--triggers, each skill's trigger set instead: does its description make the agent load it
+(grading/triggering/workflow.py).
 
 Exit status: 0 done; 1 a regression and --fail-on-regression; 2 could not run (no API key,
 bad evals.json, no sandbox here and no --unsafe-no-sandbox, the skill locked by another run…).
@@ -14,12 +16,19 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from grading.campaigns.options import CampaignError, CampaignOptions
+from grading.campaigns.options import COULD_NOT_RUN, CampaignError, CampaignOptions
 from grading.campaigns.report import progress_line, run_label
 from grading.campaigns.workflow import run_evals
 from grading.evaluating import claude_code
 from grading.evaluating.runner import RunOutcome
+from grading.triggering.plan import DEFAULT_SEED
+from grading.triggering.play import DEFAULT_TIMEOUT_SECONDS, SessionRecord
+from grading.triggering.workflow import run_trigger_evals
 from runs.management.progress import CommandProgress
+
+#: Options of eval runs that a trigger campaign has no use for, and the reverse.
+NOT_WITH_TRIGGERS = ("baseline", "only", "queue", "wait", "resume")
+TRIGGERS_ONLY = ("description", "siblings", "holdout", "trigger_timeout", "out")
 
 
 class Command(BaseCommand):
@@ -35,7 +44,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--baseline", help="revision mode: a folder holding the old SKILL.md, or a git ref"
         )
-        parser.add_argument("--runs", type=int, default=1, help="runs per eval and condition")
+        parser.add_argument(
+            "--runs",
+            type=int,
+            default=None,
+            help="runs per eval and condition (default 1); with --triggers, per query (default 3)",
+        )
         parser.add_argument("--only", help="comma-separated eval ids to run")
         parser.add_argument("--model", default=settings.EVALSITE_AGENT_MODEL)
         parser.add_argument("--judge-model", default=settings.EVALSITE_JUDGE_MODEL)
@@ -72,6 +86,41 @@ class Command(BaseCommand):
         parser.add_argument(
             "--keep-env", action="store_true", help="keep each run's task folder (env-*)"
         )
+        triggers = parser.add_argument_group("trigger evals (--triggers)")
+        triggers.add_argument(
+            "--triggers",
+            action="store_true",
+            help="run each skill's trigger set (evals/trigger-eval.json and its kin): does the "
+            "description make the agent load the skill? Writes <out>/<skill>/triggers-<time>/",
+        )
+        triggers.add_argument(
+            "--description",
+            action="append",
+            metavar="TEXT|FILE",
+            help="a description to test instead of SKILL.md's (a file's text, or a SKILL.md's "
+            "description); repeat it to compare several in one campaign",
+        )
+        triggers.add_argument(
+            "--siblings",
+            action="store_true",
+            help="stage the collection's other skill folders beside the skill: measures routing",
+        )
+        triggers.add_argument(
+            "--holdout",
+            type=float,
+            help="the share of each class held out as test queries (stratified, fixed seed)",
+        )
+        triggers.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the split's seed")
+        triggers.add_argument(
+            "--trigger-timeout",
+            type=float,
+            metavar="SECONDS",
+            help=f"a session's time limit (default {DEFAULT_TIMEOUT_SECONDS:g}); "
+            "one that runs out is a timeout, never a miss",
+        )
+        triggers.add_argument(
+            "--out", type=Path, help="where results go (default EVALSITE_WORKSPACE_DIR)"
+        )
         parser.add_argument(
             "--unsafe-no-sandbox",
             action="store_true",
@@ -89,6 +138,13 @@ class Command(BaseCommand):
             responder_model=options["responder_model"],
             sandbox=not options["unsafe_no_sandbox"],
         )
+        given = {name for name in TRIGGERS_ONLY if options[name] not in (None, False)}
+        if options["triggers"]:
+            self._triggers(how, options, log)
+            return
+        if given:
+            flags = ", ".join(f"--{name.replace('_', '-')}" for name in sorted(given))
+            raise CommandError(f"{flags}: only with --triggers", returncode=COULD_NOT_RUN)
         try:
             with CommandProgress(log, lines=False) as shown:
                 result = run_evals(
@@ -98,7 +154,7 @@ class Command(BaseCommand):
                     judge_model=options["judge_model"],
                     mode=options["mode"],
                     baseline=options["baseline"],
-                    runs=options["runs"],
+                    runs=options["runs"] or 1,
                     only=[x for x in (options["only"] or "").split(",") if x.strip()],
                     dry_run=options["dry_run"],
                     queue=options["queue"],
@@ -112,6 +168,45 @@ class Command(BaseCommand):
             result.check(fail_on_regression=options["fail_on_regression"])
         except CampaignError as exc:
             raise CommandError(str(exc), returncode=exc.returncode) from None
+
+    def _triggers(self, how: CampaignOptions, options: dict[str, Any], log: Any) -> None:
+        refused = [name for name in NOT_WITH_TRIGGERS if options[name]]
+        if options["mode"] != "new-skill":
+            refused.insert(0, "mode")
+        if refused:
+            flags = ", ".join(f"--{name}" for name in refused)
+            raise CommandError(f"{flags}: not with --triggers", returncode=COULD_NOT_RUN)
+        try:
+            with CommandProgress(log, lines=False) as shown:
+                result = run_trigger_evals(
+                    skill_dirs=options["skill_dirs"],
+                    options=how,
+                    agent_model=options["model"],
+                    descriptions=options["description"] or [],
+                    runs=options["runs"] or 3,
+                    siblings=options["siblings"],
+                    holdout=options["holdout"],
+                    seed=options["seed"],
+                    timeout=DEFAULT_TIMEOUT_SECONDS
+                    if options["trigger_timeout"] is None
+                    else options["trigger_timeout"],
+                    out=options["out"],
+                    dry_run=options["dry_run"],
+                    progress=functools.partial(_show_session, shown),
+                    warn=self.stderr.write,
+                )
+            self.stdout.write(result.summary(as_json=options["json"]))
+            result.check(fail_on_regression=options["fail_on_regression"])
+        except CampaignError as exc:
+            raise CommandError(str(exc), returncode=exc.returncode) from None
+
+
+def _show_session(shown: CommandProgress, record: SessionRecord, done: int, total: int) -> None:
+    session = record.session
+    label = f"description-{session.description} q-{session.query} run-{session.run}"
+    said = record.loaded_skill if record.outcome in ("loaded", "other") else record.error
+    shown.line(f"[{done}/{total}] {label}: {record.outcome}{f' ({said})' if said else ''}")
+    shown.step(done, total, label)
 
 
 def _show(shown: CommandProgress, outcome: RunOutcome, done: int, total: int) -> None:
