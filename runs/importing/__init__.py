@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import triggers
+from . import trigger_sets, triggers
 from .checks import run_name
 from .definitions import parse_evals_json, parse_skill_md
 from .errors import ImportFailure
@@ -52,7 +52,7 @@ def read_trigger_set(
             "lists), not results or another document",
             path=display,
         )
-    sets = triggers.read_sets(data, display)
+    sets = trigger_sets.read_sets(data, display)
     chosen = [s for s in sets if s.skill_name in (None, skill_name)] if len(sets) > 1 else sets
     if not chosen:
         named = ", ".join(sorted({s.skill_name or "" for s in sets}))
