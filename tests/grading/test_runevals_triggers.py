@@ -26,7 +26,7 @@ from grading.evaluating.plan import SkillVersion
 from grading.evaluating.skillcalls import turn_skills
 from grading.triggering.plan import TriggerQuery, holdout_split
 from runs.importing import ImportFailure, read_trigger_set
-from runs.models import TriggerIteration
+from runs.models import TriggerIteration, TriggerRun
 from tests.factories import write_json
 from tests.fakeapi import FakeAnthropic, RecordedRequest, api_error, reply, slow, tool_use
 
@@ -228,7 +228,30 @@ def test_it_plays_every_description_query_and_run_and_writes_what_each_loaded(
     assert lines[-1].startswith("demo description-2 (--description 2 (second.md)): recall 83%")
     iterations = TriggerIteration.objects.filter(skill__name="demo").order_by("number")
     assert [i.description for i in iterations] == [TESTED, SECOND]
-    assert [q.query for q in iterations[0].queries.order_by("position")][:2] == [LOADS, SOMETIMES]
+    first = iterations[0]
+    assert (first.siblings, first.harness, first.agent_model) == (
+        ["charts"],
+        "messages 1",
+        "claude-test-1",
+    )
+    queries = list(first.queries.order_by("position"))
+    assert [(q.query, q.triggers, q.runs, q.errors) for q in queries] == [
+        (LOADS, 3, 3, 0),
+        (SOMETIMES, 2, 3, 0),
+        (SIBLING, 0, 3, 0),
+        (NOTHING, 0, 3, 0),
+        (SLOW, 0, 0, 3),
+        (BROKEN, 0, 0, 3),
+    ]
+    runs = TriggerRun.objects.filter(query__iteration=first)
+    assert Counter(r.outcome for r in runs) == {
+        "loaded": 5,
+        "none": 4,
+        "other": 3,
+        "timeout": 3,
+        "error": 3,
+    }
+    assert all(r.events and r.events[0]["text"] == r.query.query for r in runs)
 
 
 @pytest.mark.django_db
