@@ -111,7 +111,11 @@ def read_description(given: str, index: int) -> Description:
     """A --description: a file's text (a SKILL.md's description when it has front matter),
     else the text itself. The operator names the file: it is read as any option's file."""
     path = Path(given)
-    if "\n" not in given and path.is_file():
+    try:
+        is_file = "\n" not in given and path.is_file()
+    except OSError:  # a description longer than a file name can be
+        is_file = False
+    if is_file:
         try:
             text = path.read_text(encoding="utf-8")
             _, described = parse_skill_md(text, display=given)

@@ -21,10 +21,12 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from grading import sandbox
+from grading.campaigns.options import CampaignError
 from grading.evaluating.claude_code.staging import staged_text
 from grading.evaluating.plan import SkillVersion
 from grading.evaluating.skillcalls import turn_skills
-from grading.triggering.plan import TriggerQuery, holdout_split
+from grading.triggering.plan import TriggerQuery, holdout_split, read_description
+from grading.triggering.workflow import DescriptionReport, TriggerCampaignResult
 from runs.importing import ImportFailure, read_trigger_set
 from runs.models import TriggerIteration, TriggerRun
 from tests.factories import write_json
@@ -260,9 +262,14 @@ def test_without_siblings_the_skill_alone_is_offered_and_a_holdout_split_is_reco
 ) -> None:
     skill = make_collection(tmp_path)
 
-    runevals(str(skill), "--holdout", "0.4", "--trigger-timeout", "3", "--json")
+    out = tmp_path / "results"
+    printed = runevals(
+        str(skill), "--holdout", "0.4", "--trigger-timeout", "3", "--json", "--out", str(out)
+    )
 
-    data = load(only_folder(workspace) / "description-1" / "trigger-results.json")
+    assert not workspace.exists()
+    data = load(only_folder(out) / "description-1" / "trigger-results.json")
+    assert json.loads(printed)[0]["summary"] == data["summary"]
     assert data["description"] == "Use when writing notes."  # SKILL.md's
     check_hand_counted(data, siblings=False)
     assert data["evalsite"]["holdout"] == 0.4 and data["evalsite"]["siblings"] == []
@@ -510,3 +517,22 @@ def test_the_cli_records_a_skill_it_could_not_stage_as_an_error_not_a_miss(
     assert row["run_records"][0]["outcome"] == "error"
     assert "notes.pipe is a FIFO; refused" in row["run_records"][0]["error"]
     assert api.calls == 0
+
+
+def test_fail_on_regression_compares_each_description_with_the_first_tested() -> None:
+    def report(label: str, passed: int) -> DescriptionReport:
+        data = {"summary": {"total": 6, "passed": passed, "failed": 6 - passed}}
+        return DescriptionReport("demo", label, Path(), data, "")
+
+    same = TriggerCampaignResult(reports=[report("description-1", 4), report("description-2", 5)])
+    same.check(fail_on_regression=True)
+    worse = TriggerCampaignResult(reports=[report("description-1", 4), report("description-2", 3)])
+    worse.check(fail_on_regression=False)
+    with pytest.raises(CampaignError, match=r"description-2 \(3 < 4\)") as info:
+        worse.check(fail_on_regression=True)
+    assert info.value.returncode == 1
+
+
+def test_a_description_too_long_for_a_file_name_is_taken_as_text() -> None:
+    text = "Use when " + "notes " * 100
+    assert read_description(text, 1).text == text.strip()
