@@ -33,6 +33,7 @@ from grading.evaluating.runfolder import write_json
 from grading.evaluating.taskdir import build_template
 from grading.sandbox import unsandboxed
 from runs.importing import ImportFailure, import_workspace
+from runs.stats.triggers import DEFAULT_THRESHOLD
 
 from .plan import DEFAULT_SEED, TriggerPlan, make_trigger_plan, plan_lines
 from .play import (
@@ -118,6 +119,7 @@ def run_trigger_evals(
     holdout: float | None = None,
     seed: int = DEFAULT_SEED,
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    threshold: float = DEFAULT_THRESHOLD,
     out: Path | None = None,
     dry_run: bool = False,
     progress: Progress | None = None,
@@ -130,6 +132,8 @@ def run_trigger_evals(
         raise CampaignError(f"--holdout must be between 0 and 1 (exclusive), not {holdout:g}")
     if timeout <= 0:
         raise CampaignError("--trigger-timeout must be a positive number of seconds")
+    if not 0 < threshold <= 1:
+        raise CampaignError(f"--trigger-threshold must be above 0 and at most 1, not {threshold:g}")
     if descriptions and len(skill_dirs) > 1:
         raise CampaignError("--description tests one skill's candidates: give one SKILL_DIR")
     try:
@@ -177,7 +181,9 @@ def run_trigger_evals(
                 folder = campaign.play(workspace / plan.skill.name)
         except LockHeld as exc:
             raise CampaignError(str(exc)) from None
-        result.reports += _written(plan, folder, campaign.records, harness, agent_model)
+        result.reports += _written(
+            plan, folder, campaign.records, harness, agent_model, threshold=threshold
+        )
     return result
 
 
@@ -268,12 +274,15 @@ def _written(
     records: list[SessionRecord],
     harness: Harness,
     model: str,
+    *,
+    threshold: float,
 ) -> list[DescriptionReport]:
     """Write each description's trigger-results.json and import its folder."""
     provenance = Provenance(
         harness=harness.name if harness.name == "claude-code" else "messages",
         harness_version=harness.version,
         model=model,
+        threshold=threshold,
         generated_at=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
     )
     reports = []

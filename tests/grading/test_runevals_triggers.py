@@ -536,3 +536,21 @@ def test_fail_on_regression_compares_each_description_with_the_first_tested() ->
 def test_a_description_too_long_for_a_file_name_is_taken_as_text() -> None:
     text = "Use when " + "notes " * 100
     assert read_description(text, 1).text == text.strip()
+
+
+@pytest.mark.django_db
+def test_the_pass_threshold_is_a_choice_recorded_with_the_results(
+    tmp_path: Path, workspace: Path, api: FakeAnthropic
+) -> None:
+    skill = make_collection(tmp_path)
+
+    runevals(str(skill), "--trigger-threshold", "0.9", "--trigger-timeout", "3")
+
+    data = load(only_folder(workspace) / "description-1" / "trigger-results.json")
+    assert data["evalsite"]["threshold"] == 0.9
+    verdicts = {row["query"]: row["pass"] for row in data["results"]}
+    assert verdicts[LOADS] is True and verdicts[SOMETIMES] is False  # 3/3 passes, 2/3 not
+    assert TriggerIteration.objects.get(skill__name="demo").threshold == 0.9
+    with pytest.raises(CommandError, match="--trigger-threshold must be above 0") as info:
+        runevals(str(skill), "--trigger-threshold", "0")
+    assert info.value.returncode == 2

@@ -28,7 +28,9 @@ from runs.management.progress import CommandProgress
 
 #: Options of eval runs that a trigger campaign has no use for, and the reverse.
 NOT_WITH_TRIGGERS = ("baseline", "only", "queue", "wait", "resume")
-TRIGGERS_ONLY = ("description", "siblings", "holdout", "trigger_timeout", "out")
+TRIGGERS_ONLY = (
+    *("description", "siblings", "holdout", "trigger_timeout", "trigger_threshold", "out"),
+)
 
 
 class Command(BaseCommand):
@@ -119,6 +121,13 @@ class Command(BaseCommand):
             "one that runs out is a timeout, never a miss",
         )
         triggers.add_argument(
+            "--trigger-threshold",
+            type=float,
+            metavar="RATE",
+            help="a should-trigger query passes at a trigger rate of at least this, a "
+            "should-not one below it (default 0.5, skill-creator's)",
+        )
+        triggers.add_argument(
             "--out", type=Path, help="where results go (default EVALSITE_WORKSPACE_DIR)"
         )
         parser.add_argument(
@@ -190,6 +199,9 @@ class Command(BaseCommand):
                     timeout=DEFAULT_TIMEOUT_SECONDS
                     if options["trigger_timeout"] is None
                     else options["trigger_timeout"],
+                    threshold=0.5
+                    if options["trigger_threshold"] is None
+                    else options["trigger_threshold"],
                     out=options["out"],
                     dry_run=options["dry_run"],
                     progress=functools.partial(_show_session, shown),
