@@ -103,10 +103,11 @@ class ApiToken(Secret):
 class ShareLink(Secret):
     """A read-only link to one view of one skill and the views beneath it.
 
-    `kind` is the URL name of the shared view. A skill link opens the skill's pages; an
-    iteration link that iteration, its evals and runs; an eval link the eval and its runs; a
-    run link the run and its conversation; a comparison link that comparison only, with the
-    same query. Never another skill, the admin, the API, or anything but GET.
+    `kind` is the URL name of the shared view. A skill link opens the skill's pages, its
+    trigger pages among them; an iteration link that iteration, its evals and runs; an eval
+    link the eval and its runs; a run link the run and its conversation; a trigger link that
+    trigger iteration; a comparison link (of iterations or of descriptions) that comparison
+    only, with the same query. Never another skill, the admin, the API, or anything but GET.
     """
 
     class Kind(models.TextChoices):
@@ -115,6 +116,8 @@ class ShareLink(Secret):
         COMPARE = "compare", "comparison"
         EVAL = "eval", "eval"
         RUN = "run", "run"
+        TRIGGER = "trigger", "trigger iteration"
+        TRIGGER_COMPARE = "trigger-compare", "description comparison"
 
     #: The URL kwargs that must match, in the order they nest.
     SCOPE_KEYS = {
@@ -123,7 +126,14 @@ class ShareLink(Secret):
         Kind.EVAL: ("skill", "number", "eval_id"),
         Kind.RUN: ("skill", "number", "eval_id", "condition", "run"),
         Kind.COMPARE: ("skill",),
+        Kind.TRIGGER: ("skill", "number"),
+        Kind.TRIGGER_COMPARE: ("skill",),
     }
+    #: Kinds that open one view with one query string, nothing beneath it.
+    COMPARISONS = (Kind.COMPARE, Kind.TRIGGER_COMPARE)
+    #: The trigger-eval views. Their `number` is a trigger iteration's, not an iteration's:
+    #: an iteration link to #3 must not open trigger iteration #3 of its skill.
+    TRIGGER_VIEWS = frozenset({Kind.TRIGGER.value, Kind.TRIGGER_COMPARE.value})
 
     creator = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="share_links"
@@ -150,9 +160,13 @@ class ShareLink(Secret):
         keys = self.SCOPE_KEYS[self.Kind(self.kind)]
         if any(str(kwargs.get(key)) != str(self.scope.get(key)) for key in keys):
             return False
-        if self.kind == self.Kind.COMPARE:
-            return url_name == "compare" and dict(query) == self.compare_query
-        return True
+        if self.kind in self.COMPARISONS:
+            return url_name == self.kind and dict(query) == self.compare_query
+        if self.kind == self.Kind.SKILL:
+            return True
+        if self.kind == self.Kind.TRIGGER:
+            return url_name == self.Kind.TRIGGER
+        return url_name not in self.TRIGGER_VIEWS
 
     def opens(self, address: str) -> bool:
         """Whether the link's holder may open `address` (a path on this site, with its query).

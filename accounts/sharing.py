@@ -45,7 +45,9 @@ def share_view(
     except Resolver404:
         raise NotShareable(f"{path} is not a page of this site") from None
     if match.namespace != "runs" or match.url_name not in SHAREABLE:
-        raise NotShareable(f"{path} cannot be shared: share a skill, iteration, eval or run")
+        raise NotShareable(
+            f"{path} cannot be shared: share a skill, iteration, eval, run or trigger iteration"
+        )
     skills = ShareLink._meta.get_field("skill").related_model
     skill = skills.objects.filter(name=match.kwargs["skill"]).first()
     if skill is None:
@@ -57,7 +59,7 @@ def share_view(
     canonical = reverse(f"runs:{kind}", kwargs=match.kwargs)
     pairs = parse_qsl(parts.query, keep_blank_values=True)
     query = ""
-    if kind == ShareLink.Kind.COMPARE:
+    if kind in ShareLink.COMPARISONS:
         # Compared as a dict by ShareLink.covers: blanks dropped, as the opened address has them.
         query = urlencode(sorted((key, value) for key, value in pairs if value))
     link = ShareLink(
@@ -68,7 +70,7 @@ def share_view(
         query=query,
         path=canonical + (f"?{query}" if query else ""),
     )
-    if kind != ShareLink.Kind.COMPARE and pairs:
+    if kind not in ShareLink.COMPARISONS and pairs:
         # Filters on a page are part of what was shared: the link opens the filtered view.
         link.path = f"{canonical}?{urlencode(pairs)}"
     if expires_in_days:

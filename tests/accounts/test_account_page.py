@@ -110,7 +110,7 @@ def test_a_comparison_link_opens_that_comparison_only(client: Client, sample) ->
 @pytest.mark.parametrize(
     ("path", "message"),
     [
-        ("/", "/ cannot be shared: share a skill, iteration, eval or run"),
+        ("/", "/ cannot be shared: share a skill, iteration, eval, run or trigger iteration"),
         ("/accounts/", "/accounts/ cannot be shared"),
         ("https://evil.example/skills/x/", "only addresses on this site can be shared"),
         ("/skills/nope/", "no skill named “nope”"),
