@@ -5,7 +5,8 @@ and the overview's sparklines.
 - `figures`: plotly figures as JSON-safe dicts, for `json_script` and static/js/charts.js;
 - `tables`: the same numbers as tables, shown without JavaScript (and a click away with it);
 - `colours`: one colour per condition across the whole site;
-- `sparklines`: the overview's tiny inline SVGs of recent deltas (no plotly).
+- `sparklines`: the overview's tiny inline SVGs of recent deltas (no plotly);
+- `triggers`: the Triggering panel's recall and false-trigger rate per description.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .figures import (
 )
 from .points import ConditionPoint, DeltaPoint, TrendPoint, finite_or_none, segments
 from .tables import ChartRow, ChartTable, chart_tables
+from .triggers import trigger_trend_figure, trigger_trend_table
 
 __all__ = [
     "CHARTS",
@@ -42,4 +44,6 @@ __all__ = [
     "invocation_trend_figure",
     "score_trend_figure",
     "segments",
+    "trigger_trend_figure",
+    "trigger_trend_table",
 ]

@@ -25,6 +25,8 @@ from runs.charts import (
     figure_colours,
     invocation_trend_figure,
     score_trend_figure,
+    trigger_trend_figure,
+    trigger_trend_table,
 )
 from runs.charts.sparklines import sparkline_svg
 from runs.stats.intervals import Interval
@@ -492,3 +494,81 @@ class TestChartTables:
 
     def test_no_iterations_give_tables_that_say_so(self):
         assert all(t.note == "No data yet" and not t.rows for t in chart_tables([]).values())
+
+
+def trigger_point(number: int, recall: Any, false_triggers: Any, **kw: Any) -> dict[str, Any]:
+    """A row of TriggerPanel.figure_points; rates as (value, low, high) or None."""
+
+    def rate(r: Any) -> dict[str, float] | None:
+        return None if r is None else {"value": r[0], "low": r[1], "high": r[2]}
+
+    return {
+        "number": number,
+        "label": kw.get("label", f"results-{number}.json"),
+        "url": f"/skills/demo/triggers/{number}/",
+        "split": kw.get("split", ""),
+        "recall": rate(recall),
+        "false_trigger_rate": rate(false_triggers),
+    }
+
+
+class TestTriggerTrend:
+    POINTS = [
+        trigger_point(2, (0.9, 0.7, 1.0), (0.1, 0.0, 0.3), split="test"),
+        trigger_point(1, (0.5, 0.2, 0.8), None),
+    ]
+
+    def test_it_draws_recall_and_false_trigger_rate_per_description_in_order(self):
+        figure = trigger_trend_figure(self.POINTS)
+        recall = trace(figure, "recall (should trigger)")
+        false_triggers = trace(figure, "false-trigger rate (should not)")
+        assert recall["x"] == [1, 2] and recall["y"] == [0.5, 0.9]
+        assert false_triggers["y"] == [None, 0.1]
+        # Told apart by dash and marker, not by colour alone.
+        assert recall["line"]["dash"] != false_triggers["line"]["dash"]
+        assert recall["marker"]["symbol"] != false_triggers["marker"]["symbol"]
+        band = trace(figure, "recall (should trigger) 95% CI")
+        assert band["x"] == [1, 2, 2, 1] and band["y"] == [0.8, 1.0, 0.7, 0.2]
+        assert figure["layout"]["yaxis"]["range"] == [0, 1.02]
+
+    def test_hovering_names_the_description_the_rate_and_the_split(self):
+        recall = trace(trigger_trend_figure(self.POINTS), "recall (should trigger)")
+        first, second = recall["customdata"]
+        assert first == [
+            "/skills/demo/triggers/1/",
+            "#1 results-1.json",
+            "recall (should trigger): 50% (95% CI 20% to 80%)",
+        ]
+        assert second[2].endswith("on the test split")
+
+    def test_its_table_holds_the_same_numbers(self):
+        table = trigger_trend_table(self.POINTS)
+        assert table.headers[1:] == [
+            "Recall (95% CI)",
+            "False-trigger rate (95% CI)",
+            "Measured on",
+        ]
+        assert [(r.heading, r.url) for r in table.rows] == [
+            ("#1 results-1.json", "/skills/demo/triggers/1/"),
+            ("#2 results-2.json", "/skills/demo/triggers/2/"),
+        ]
+        assert table.rows[0].values == ["50% (20% to 80%)", "–", "all queries"]
+        assert table.rows[1].values == ["90% (70% to 100%)", "10% (0% to 30%)", "test split"]
+
+    def test_nothing_to_draw_says_so(self):
+        assert trigger_trend_figure([])["layout"]["annotations"][-1]["text"] == "No data yet"
+        assert trigger_trend_table([]).note == "No trigger results yet"
+
+    def test_labels_are_data_never_markup_and_plotly_validates_it(self):
+        import plotly.graph_objects as go
+        import plotly.io as pio
+
+        figure = trigger_trend_figure([trigger_point(1, (0.5, 0.2, 0.8), None, label=HOSTILE)])
+        assert "<img" not in str(json_script(figure, "f"))
+        assert {text for _, text in strings(figure) if "<" in text} <= {HOVER}
+        assert figure["layout"]["xaxis"]["ticktext"] == [
+            "#1 &lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"
+        ]
+        for points in ([], self.POINTS, [trigger_point(1, None, None, label=HOSTILE)]):
+            figure = trigger_trend_figure(points)
+            assert json.loads(pio.to_json(go.Figure(figure), validate=True)) == figure
