@@ -8,6 +8,7 @@ from .views.iteration import benchmark_json, cell_page, iteration_list, iteratio
 from .views.overview import overview
 from .views.run import conversation_fragment, event_result, run_page
 from .views.skill import skill_page
+from .views.triggers import trigger_compare_page, trigger_page
 
 app_name = "runs"
 
@@ -18,6 +19,8 @@ urlpatterns = [
     path("", overview, name="overview"),
     path("skills/<str:skill>/", skill_page, name="skill"),
     path("skills/<str:skill>/compare/", compare_page, name="compare"),
+    path("skills/<str:skill>/triggers/<int:number>/", trigger_page, name="trigger"),
+    path("skills/<str:skill>/triggers/compare/", trigger_compare_page, name="trigger-compare"),
     path(iteration, iteration_page, name="iteration"),
     path(iteration + "benchmark.json", benchmark_json, name="benchmark"),
     path(

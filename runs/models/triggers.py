@@ -39,10 +39,14 @@ class TriggerIterationQuerySet(models.QuerySet):
 
     def get_by_address_or_404(self, skill: str, number: int) -> TriggerIteration:
         """The trigger iteration an address names; Http404 saying so when there is none."""
-        owner = Skill.objects.get_by_name_or_404(skill)
-        found = self.select_related("skill").filter(skill=owner, number=number).first()
+        return self.get_by_number_or_404(Skill.objects.get_by_name_or_404(skill), number)
+
+    def get_by_number_or_404(self, skill: Skill, number: int) -> TriggerIteration:
+        """`skill`'s trigger iteration #`number`; Http404 saying so when there is none."""
+        found = self.filter(skill=skill, number=number).first()
         if found is None:
-            raise Http404(f"{skill} has no trigger iteration #{number}.")
+            raise Http404(f"{skill.name} has no trigger iteration #{number}.")
+        found.skill = skill
         return found
 
 

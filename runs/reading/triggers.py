@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import PurePosixPath
 from typing import Any
 
-from ..models import Skill, TriggerIteration, TriggerQuery, TriggerSet
+from .. import charts
+from ..models import Skill, TriggerIteration, TriggerQuery, TriggerRun, TriggerSet
 from ..stats.scores import PairedDelta
 from ..stats.triggers import (
     NONE,
@@ -67,6 +70,11 @@ class PanelRow:
     #: Word-level changes from the previous row's description ([] for the first, or none).
     changes: list[tuple[str, str]]
 
+    @property
+    def shown(self) -> TriggerSummary:
+        """The figures the panel shows: the test split's where the loop held one out."""
+        return self.summaries.test or self.summaries.all
+
 
 @dataclass
 class TriggerPanel:
@@ -78,16 +86,51 @@ class TriggerPanel:
         """recall and false-trigger rate per iteration, with intervals, for the chart."""
         points = []
         for row in self.rows:
-            summary = row.summaries.test or row.summaries.all
+            summary = row.shown
             points.append(
                 {
                     "number": row.iteration.number,
                     "label": row.iteration.label,
+                    "url": row.iteration.get_absolute_url(),
+                    "split": "test" if row.summaries.test else "",
                     "recall": _point(summary.recall),
                     "false_trigger_rate": _point(summary.false_trigger_rate),
                 }
             )
         return points
+
+    @cached_property
+    def figure(self) -> dict[str, Any]:
+        """The chart of `figure_points`, a plotly figure as a dict."""
+        return charts.trigger_trend_figure(self.figure_points)
+
+    @cached_property
+    def table(self) -> charts.ChartTable:
+        """The chart's numbers, for readers without JavaScript."""
+        return charts.trigger_trend_table(self.figure_points)
+
+    @property
+    def any_split(self) -> bool:
+        """Whether some row's figures are its test split's, not all its queries'."""
+        return any(row.summaries.test for row in self.rows)
+
+    @property
+    def set_counts(self) -> dict[str, int]:
+        """The latest trigger set's queries: how many, and how many should and should not
+        load the skill (all 0 without a set)."""
+        queries = self.latest_set.queries if self.latest_set else []
+        should = sum(1 for q in queries if q.get("should_trigger"))
+        return {"total": len(queries), "should": should, "should_not": len(queries) - should}
+
+    @property
+    def skill_dir(self) -> str:
+        """The skill folder the latest set was found in ("" when its path does not say)."""
+        folders = PurePosixPath(self.latest_set.source_path if self.latest_set else "").parent
+        parts = folders.parts
+        if "evals" not in parts:
+            return ""
+        cut = len(parts) - 1 - parts[::-1].index("evals")
+        return str(PurePosixPath(*parts[:cut])) if cut else ""
 
 
 def _point(estimate: Any) -> dict[str, float] | None:
@@ -145,6 +188,11 @@ class QueryRow:
     query: TriggerQuery
     outcome: QueryOutcome
     passed: bool | None
+
+    @property
+    def runs(self) -> list[TriggerRun]:
+        """The query's runs, where evalsite ran them (prefetched by trigger_iteration_page)."""
+        return list(self.query.run_records.all())
 
     @property
     def miss_order(self) -> tuple[int, float, int]:
@@ -206,6 +254,16 @@ class TriggerComparison:
     changes: list[tuple[str, str]]
     before_summary: TriggerSummary
     after_summary: TriggerSummary
+
+    @property
+    def fixed(self) -> list[Flip]:
+        """The shared queries that failed before and pass after."""
+        return [flip for flip in self.flips if flip.fixed]
+
+    @property
+    def broken(self) -> list[Flip]:
+        """The shared queries that passed before and fail after."""
+        return [flip for flip in self.flips if not flip.fixed]
 
 
 def compare_trigger_iterations(

@@ -1,4 +1,4 @@
-"""A skill's page: its trend charts and iterations."""
+"""A skill's page: its trend charts and iterations, and its Triggering panel."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from django.views.decorators.http import require_GET
 
 from ..models import Skill
 from ..reading.skill import skill_trends
+from ..reading.triggers import trigger_panel
 
 
 @require_GET
@@ -17,6 +18,8 @@ def skill_page(request: HttpRequest, skill: str) -> HttpResponse:
     context = {
         "skill": found,
         "iterations": found.iterations.count(),
+        "trigger_iterations": found.trigger_iterations.count(),
         "trends": SimpleLazyObject(lambda: skill_trends(found)),
+        "triggers": SimpleLazyObject(lambda: trigger_panel(found)),
     }
     return render(request, "runs/skill.html", context)

@@ -22,7 +22,7 @@ from accounts.models import ApiToken, ShareLink
 from accounts.sharing import share_view
 from grading.campaigns.models import Campaign
 from runs.importing import import_workspace
-from runs.models import AssertionResult, Run
+from runs.models import AssertionResult, Run, TriggerIteration, TriggerQuery
 
 pytestmark = pytest.mark.django_db
 
@@ -51,6 +51,8 @@ RULES: dict[str, tuple[str, str]] = {
     "runs:event_result": ("GET", "page"),
     "runs:cell": ("GET", "page"),
     "runs:diff": ("GET", "page"),
+    "runs:trigger": ("GET", "page"),
+    "runs:trigger-compare": ("GET", "page"),
     "search:site": ("GET", "page"),
     "search:skill": ("GET", "page"),
     "campaigns:campaign": ("GET", "page"),
@@ -81,11 +83,11 @@ RULES: dict[str, tuple[str, str]] = {
     "api:list_runs": ("GET", "api-read"),
     "api:run_detail": ("GET", "api-read"),
     "api:compare_iterations": ("GET", "api-read"),
-    "api:search_everything": ("GET", "api-read"),
-    "api:search_skill": ("GET", "api-read"),
     "api:trigger_iterations": ("GET", "api-read"),
     "api:trigger_iteration": ("GET", "api-read"),
     "api:trigger_compare": ("GET", "api-read"),
+    "api:search_everything": ("GET", "api-read"),
+    "api:search_skill": ("GET", "api-read"),
     "api:create_import": ("POST", "api-write"),
     "api:create_import_from_files": ("POST", "api-write"),
     "api:create_review": ("POST", "api-write"),
@@ -150,6 +152,8 @@ class World:
             url += "?a=1&b=2"
         if name == "api:trigger_iteration":
             url = reverse(name, kwargs={"skill": SKILL, "number": 1})
+        if name == "runs:trigger-compare":
+            url += f"?a={self.run.iteration.number}&b={self.run.iteration.number}"
         if name == "accounts:revoke_share":
             url = reverse(name, kwargs={"pk": self.link.pk})
         if name == "campaigns:campaign":
@@ -172,6 +176,24 @@ def world(user) -> World:
         .first()
     )
     result = run.grading.results.filter(is_meta=False).first()
+    # A trigger iteration numbered as the shared iteration: an iteration link must not open it.
+    trigger = TriggerIteration.objects.create(
+        skill=run.iteration.skill,
+        number=run.iteration.number,
+        label="trigger-results.json",
+        source_key="trigger-results.json",
+        source_format="run_eval",
+        description="Use when a test is flaky.",
+        content_hash="0" * 64,
+    )
+    TriggerQuery.objects.create(
+        iteration=trigger,
+        position=0,
+        query="fix my flaky test",
+        should_trigger=True,
+        triggers=2,
+        runs=3,
+    )
     token = ApiToken(user=user, name="CI")
     token_secret = token.set_secret()
     token.save()
