@@ -4,7 +4,7 @@ iteration's queries and confusion matrix, and two descriptions compared."""
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import PurePosixPath
 from typing import Any
@@ -228,7 +228,7 @@ def trigger_iteration_page(iteration: TriggerIteration) -> TriggerIterationPage:
         outcome = outcome_of(query)
         rows.append(QueryRow(query, outcome, outcome.passed(iteration.threshold)))
     rows.sort(key=lambda row: row.miss_order)
-    cells = confusion(row.outcome for row in rows)
+    cells = confusion(_routed(row.outcome, iteration.skill.name) for row in rows)
     loaded = sorted({s for _, s in cells}, key=lambda s: (s == NONE, s))
     siblings = TriggerIteration.objects.filter(skill_id=iteration.skill_id)
     return TriggerIterationPage(
@@ -242,6 +242,14 @@ def trigger_iteration_page(iteration: TriggerIteration) -> TriggerIterationPage:
         next=siblings.filter(number__gt=iteration.number).order_by("number").first(),
         runs_by_query={q.pk: list(q.run_records.all()) for q in queries},
     )
+
+
+def _routed(outcome: QueryOutcome, skill: str) -> QueryOutcome:
+    """The outcome with the skill it expects named: a query's blank expected skill means the
+    skill under test when it should trigger, and no skill when it should not."""
+    if outcome.expected:
+        return outcome
+    return replace(outcome, expected=skill if outcome.should_trigger else NONE)
 
 
 @dataclass(frozen=True)
