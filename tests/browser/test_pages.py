@@ -29,7 +29,8 @@ ITERATION_3 = f"{SKILL}iterations/3/"
 TIMEZONE_EVAL = f"{ITERATION_3}evals/timezone-boundary-flake/"
 TIMEZONE_RUN = f"{TIMEZONE_EVAL}with_skill/1/"
 XSS = ("<script>alert(1)</script>", "<img src=x onerror=alert(1)>")
-CHARTS = ("chart-score", "chart-delta", "chart-invocation", "chart-cost")
+#: The skill page's charts: the four trends, and the sample's Triggering panel's.
+CHARTS = ("chart-score", "chart-delta", "chart-invocation", "chart-cost", "chart-triggers")
 
 
 def mark_document(page: Page) -> None:
