@@ -11,6 +11,7 @@ from runs.models import Condition, Iteration, Skill
 
 from .forms import SearchForm
 from .searching import PAGE_SIZE, search
+from .triggers import trigger_queries
 
 
 @require_GET
@@ -27,9 +28,12 @@ def skill_search(request: HttpRequest, skill: str) -> HttpResponse:
 
 def _search_page(request: HttpRequest, *, skill: Skill | None) -> HttpResponse:
     form = SearchForm(request.GET or None, skill=skill)
-    results, previous_page, next_page = None, "", ""
+    results, previous_page, next_page, triggers = None, "", "", []
     if form.is_valid() and form.cleaned_data["q"] is not None:
-        results = search(form.cleaned_data["q"], form.filters(), offset=form.offset())
+        filters = form.filters()
+        results = search(form.cleaned_data["q"], filters, offset=form.offset())
+        if not (filters.iteration_number or filters.condition or filters.outcome):
+            triggers = trigger_queries(form.cleaned_data["q"], skill_id=filters.skill_id)
         page = form.cleaned_data.get("page") or 1
         previous_page = _page(request, page - 1) if page > 1 else ""
         next_page = _page(request, page + 1) if results.count > form.offset() + PAGE_SIZE else ""
@@ -43,6 +47,7 @@ def _search_page(request: HttpRequest, *, skill: Skill | None) -> HttpResponse:
         "skill": skill,
         "form": form,
         "results": results,
+        "trigger_hits": triggers,
         "page": (form.cleaned_data.get("page") or 1) if form.is_valid() else 1,
         "page_size": PAGE_SIZE,
         "previous_page": previous_page,

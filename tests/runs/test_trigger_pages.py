@@ -410,3 +410,15 @@ def test_trigger_pages_ask_a_fixed_number_of_queries(client: Client, tmp_path: P
     small = queries_per_page(client)
     trigger_skill(tmp_path / "large", 30)
     assert queries_per_page(client) == small
+
+
+def test_search_lists_the_trigger_queries_that_hold_the_words(
+    client: Client, user, imported
+) -> None:
+    client.force_login(user)
+    page = client.get("/search/", {"q": "release"}).content.decode()
+    assert "Trigger queries" in page and "release notes" in page
+    assert "tested in 2 trigger iterations" in page
+    hostile = client.get("/search/", {"q": "alert"}).content.decode()
+    assert HOSTILE not in hostile and "&lt;script&gt;" in hostile
+    assert "Trigger queries" not in client.get("/search/", {"q": "release -notes"}).content.decode()
