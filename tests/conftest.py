@@ -43,6 +43,19 @@ def user(db: None):
 
 
 @pytest.fixture
+def api(user):
+    """A client of the JSON API with the teammate's token, as CI calls it."""
+    from django.test import Client
+
+    from accounts.models import ApiToken
+
+    token = ApiToken(user=user, name="CI")
+    secret = token.set_secret()
+    token.save()
+    return Client(headers={"Authorization": f"Bearer {secret}"})
+
+
+@pytest.fixture
 def client(user):
     """Django's test client, logged in: every page needs an account unless shared."""
     from django.test import Client

@@ -245,3 +245,14 @@ def skill_creator_iteration(
             (run_dir / "outputs").mkdir(exist_ok=True)
             (run_dir / "outputs" / "summary.md").write_text("Total: 4", encoding="utf-8")
     return folder
+
+
+def trigger_result(
+    description: str, counts: list[tuple[str, bool, int]], *, skill: str = "changelog"
+) -> dict[str, Any]:
+    """skill-creator's run_eval.py output: (query, should_trigger, triggers of 3 runs) rows."""
+    rows = [
+        {"query": q, "should_trigger": s, "triggers": t, "runs": 3, "trigger_rate": t / 3}
+        for q, s, t in counts
+    ]
+    return {"skill_name": skill, "description": description, "results": rows}

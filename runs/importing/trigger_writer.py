@@ -142,7 +142,7 @@ def _write_results(
                 position=position,
                 query=q.query,
                 should_trigger=q.should_trigger,
-                expected_skill=q.expected,
+                expected_skill=q.expected_skill,
                 split=q.split,
                 triggers=q.triggers,
                 runs=q.runs,
@@ -226,10 +226,7 @@ def _description(
 
 
 def _measurement_warnings(parsed: ParsedTriggers) -> list[dict[str, Any]]:
-    outcomes = [
-        QueryOutcome(q.query, q.should_trigger, q.triggers, q.runs, q.rate, q.errors)
-        for q in parsed.queries
-    ]
+    outcomes = [QueryOutcome.of(q) for q in parsed.queries]
     warnings = []
     if any(q.runs is None and q.rate is not None for q in parsed.queries):
         warnings.append(ValidityWarning("trigger-rates-only").as_json())

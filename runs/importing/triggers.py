@@ -32,7 +32,7 @@ CUT = "..."
 class ParsedQuery:
     query: str
     should_trigger: bool
-    expected: str = ""
+    expected_skill: str = ""
     split: str = ""
     triggers: int | None = None
     runs: int | None = None
@@ -199,7 +199,7 @@ def _query(item: Mapping[str, Any], where: str, split: str = "") -> ParsedQuery:
         query=text(item.get("query"), f"{where}/query"),
         should_trigger=flag(item.get("should_trigger"), f"{where}/should_trigger"),
         split=recorded_split if recorded_split in ("train", "test") else split,
-        expected=expected.strip()[:200] if isinstance(expected, str) else "",
+        expected_skill=expected.strip()[:200] if isinstance(expected, str) else "",
         triggers=triggers,
         runs=runs,
         rate=_rate(item.get("trigger_rate"), f"{where}/trigger_rate"),

@@ -28,17 +28,7 @@ from ..warnings import messages
 
 def outcome_of(query: TriggerQuery) -> QueryOutcome:
     """A stored query as the statistics take it."""
-    return QueryOutcome(
-        query.query,
-        query.should_trigger,
-        triggers=query.triggers,
-        runs=query.runs,
-        rate=query.rate,
-        errors=query.errors,
-        split=query.split,
-        expected=query.expected_skill,
-        loaded=query.loaded,
-    )
+    return QueryOutcome.of(query)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .intervals import Estimate, Interval, mean_interval, wilson_interval
 from .scores import PairedDelta, paired_delta
@@ -40,6 +41,22 @@ class QueryOutcome:
     split: str = ""
     expected: str = ""
     loaded: Mapping[str, int] | None = None
+
+    @classmethod
+    def of(cls, row: Any) -> QueryOutcome:
+        """The outcome of a query row as stored or parsed (a TriggerQuery, a ParsedQuery):
+        anything with these attributes, `expected_skill` for `expected`."""
+        return cls(
+            row.query,
+            row.should_trigger,
+            triggers=row.triggers,
+            runs=row.runs,
+            rate=row.rate,
+            errors=row.errors,
+            split=row.split,
+            expected=row.expected_skill,
+            loaded=row.loaded,
+        )
 
     @property
     def trigger_rate(self) -> float | None:

@@ -13,7 +13,7 @@ from runs.importing import import_workspace
 from runs.models import TriggerQuery, TriggerRun
 from tests.browser import CHROMIUM
 from tests.browser.conftest import PASSWORD, USERNAME
-from tests.factories import write_json
+from tests.factories import trigger_result, write_json
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -30,14 +30,6 @@ XSS = "<img src=x onerror=alert(1)>"
 LONG = "release-notes-" * 12
 
 
-def result(description: str, counts: list[tuple[str, bool, int]]) -> dict:
-    rows = [
-        {"query": q, "should_trigger": s, "triggers": t, "runs": 3, "trigger_rate": t / 3}
-        for q, s, t in counts
-    ]
-    return {"skill_name": "changelog", "description": description, "results": rows}
-
-
 @pytest.fixture
 def triggers(sample: None, tmp_path: Path) -> None:
     """Two descriptions of the changelog skill; the second's hostile query has three runs."""
@@ -46,10 +38,12 @@ def triggers(sample: None, tmp_path: Path) -> None:
     (folder / "SKILL.md").write_text("---\nname: changelog\ndescription: Old.\n---\n")
     before = [(LONG, True, 1), (XSS, True, 0), ("weather", False, 2)]
     after = [(LONG, True, 3), (XSS, True, 2), ("weather", False, 0)]
-    write_json(folder / "evals" / "a-trigger-results.json", result("Use for changelogs.", before))
+    write_json(
+        folder / "evals" / "a-trigger-results.json", trigger_result("Use for changelogs.", before)
+    )
     write_json(
         folder / "evals" / "b-trigger-results.json",
-        result(f"Use for changelogs and {LONG} {XSS}", after),
+        trigger_result(f"Use for changelogs and {LONG} {XSS}", after),
     )
     import_workspace([tmp_path])
     query = TriggerQuery.objects.get(iteration__number=2, query=XSS)

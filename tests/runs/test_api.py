@@ -24,14 +24,6 @@ SKILL = "taming-flaky-tests"
 
 
 @pytest.fixture
-def api(user) -> Client:
-    token = ApiToken(user=user, name="CI")
-    secret = token.set_secret()
-    token.save()
-    return Client(headers={"Authorization": f"Bearer {secret}"})
-
-
-@pytest.fixture
 def sample() -> None:
     import_workspace([ROOT / "runs" / "sample"])
 

@@ -17,7 +17,6 @@ from django.test import Client
 from django.urls import resolve, reverse
 from django.utils.html import escape
 
-from accounts.models import ApiToken
 from runs.importing import import_workspace
 from runs.models import Condition, EvalCase, Iteration, Run, Skill
 from runs.names import (
@@ -255,14 +254,6 @@ def test_the_longest_name_can_be_shared(client: Client) -> None:
     opened = Client().get(share_link(client, url), follow=True)
 
     assert opened.status_code == 200 and opened.redirect_chain[-1][0] == url
-
-
-@pytest.fixture
-def api(user) -> Client:
-    token = ApiToken(user=user, name="CI")
-    secret = token.set_secret()
-    token.save()
-    return Client(headers={"Authorization": f"Bearer {secret}"})
 
 
 def api_get(api: Client, url: str, status: int = 200):

@@ -14,17 +14,9 @@ from runs.reading.triggers import (
     trigger_iteration_page,
     trigger_panel,
 )
-from tests.factories import write_json
+from tests.factories import trigger_result, write_json
 
 pytestmark = pytest.mark.django_db
-
-
-def result(description: str, counts: list[tuple[str, bool, int]]) -> dict:
-    rows = [
-        {"query": q, "should_trigger": s, "triggers": t, "runs": 3, "trigger_rate": t / 3}
-        for q, s, t in counts
-    ]
-    return {"skill_name": "changelog", "description": description, "results": rows}
 
 
 @pytest.fixture
@@ -34,10 +26,12 @@ def two_descriptions(tmp_path: Path) -> Skill:
     (folder / "SKILL.md").write_text("---\nname: changelog\ndescription: Old.\n---\n")
     before = [("release notes", True, 1), ("git log summary", True, 0), ("weather", False, 2)]
     after = [("release notes", True, 3), ("git log summary", True, 2), ("weather", False, 0)]
-    write_json(folder / "evals" / "a-trigger-results.json", result("Use for changelogs.", before))
+    write_json(
+        folder / "evals" / "a-trigger-results.json", trigger_result("Use for changelogs.", before)
+    )
     write_json(
         folder / "evals" / "b-trigger-results.json",
-        result("Use for changelogs and release notes from commits.", after),
+        trigger_result("Use for changelogs and release notes from commits.", after),
     )
     import_workspace([tmp_path])
     return Skill.objects.get()

@@ -13,23 +13,15 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from accounts.models import ApiToken, ShareLink
+from accounts.models import ShareLink
 from accounts.sharing import share_view
 from runs.importing import import_workspace
 from runs.models import Iteration, Skill, TriggerQuery, TriggerRun
-from tests.factories import write_json
+from tests.factories import trigger_result, write_json
 
 pytestmark = pytest.mark.django_db
 
 HOSTILE = '<script>alert("q")</script>'
-
-
-def result(description: str, counts: list[tuple[str, bool, int]]) -> dict:
-    rows = [
-        {"query": q, "should_trigger": s, "triggers": t, "runs": 3, "trigger_rate": t / 3}
-        for q, s, t in counts
-    ]
-    return {"skill_name": "changelog", "description": description, "results": rows}
 
 
 @pytest.fixture
@@ -39,17 +31,11 @@ def imported(tmp_path: Path) -> None:
     (folder / "SKILL.md").write_text("---\nname: changelog\ndescription: Old.\n---\n")
     before = [("release notes", True, 1), (HOSTILE, True, 0), ("weather", False, 2)]
     after = [("release notes", True, 3), (HOSTILE, True, 2), ("weather", False, 0)]
-    write_json(folder / "evals" / "a-trigger-results.json", result("Use for changelogs.", before))
-    write_json(folder / "evals" / "b-trigger-results.json", result(f"Now {HOSTILE}", after))
+    write_json(
+        folder / "evals" / "a-trigger-results.json", trigger_result("Use for changelogs.", before)
+    )
+    write_json(folder / "evals" / "b-trigger-results.json", trigger_result(f"Now {HOSTILE}", after))
     import_workspace([tmp_path])
-
-
-@pytest.fixture
-def api(user) -> Client:
-    token = ApiToken(user=user, name="CI")
-    secret = token.set_secret()
-    token.save()
-    return Client(headers={"Authorization": f"Bearer {secret}"})
 
 
 def test_the_api_lists_each_description_with_its_rates(api: Client, imported) -> None:
@@ -241,7 +227,7 @@ def test_routing_results_show_a_confusion_matrix(client: Client, imported) -> No
 
 def test_a_description_taken_from_skill_md_says_so(client: Client, tmp_path: Path) -> None:
     folder = skill_folder(tmp_path)
-    data = result("ignored", [("notes", True, 3)])
+    data = trigger_result("ignored", [("notes", True, 3)])
     del data["description"]
     write_json(folder / "evals" / "trigger-results.json", data)
     import_workspace([tmp_path])
@@ -298,7 +284,7 @@ def test_the_comparison_without_a_choice_opens_the_latest_two(client: Client, im
 def test_one_description_has_nothing_to_compare_with(client: Client, tmp_path: Path) -> None:
     write_json(
         skill_folder(tmp_path) / "evals" / "trigger-results.json",
-        result("One.", [("notes", True, 3)]),
+        trigger_result("One.", [("notes", True, 3)]),
     )
     import_workspace([tmp_path])
     assert "one tested description" in page(client, COMPARE)
@@ -381,8 +367,8 @@ def trigger_skill(root: Path, queries: int) -> None:
     Skill.objects.all().delete()
     folder = skill_folder(root)
     counts = [(f"query {i}", i % 3 != 0, i % 4) for i in range(queries)]
-    write_json(folder / "evals" / "a-trigger-results.json", result("First.", counts))
-    write_json(folder / "evals" / "b-trigger-results.json", result("Second.", counts[::-1]))
+    write_json(folder / "evals" / "a-trigger-results.json", trigger_result("First.", counts))
+    write_json(folder / "evals" / "b-trigger-results.json", trigger_result("Second.", counts[::-1]))
     write_json(
         folder / "evals" / "trigger-eval.json",
         [{"query": q, "should_trigger": s} for q, s, _ in counts],
