@@ -32,7 +32,9 @@ def _search_page(request: HttpRequest, *, skill: Skill | None) -> HttpResponse:
     if form.is_valid() and form.cleaned_data["q"] is not None:
         filters = form.filters()
         results = search(form.cleaned_data["q"], filters, offset=form.offset())
-        if not (filters.iteration_number or filters.condition or filters.outcome):
+        # On the first page only, and only where no run-only filter applies.
+        page_one = (form.cleaned_data.get("page") or 1) == 1
+        if page_one and not (filters.iteration_number or filters.condition or filters.outcome):
             triggers = trigger_queries(form.cleaned_data["q"], skill_id=filters.skill_id)
         page = form.cleaned_data.get("page") or 1
         previous_page = _page(request, page - 1) if page > 1 else ""

@@ -408,3 +408,6 @@ def test_search_lists_the_trigger_queries_that_hold_the_words(
     hostile = client.get("/search/", {"q": "alert"}).content.decode()
     assert HOSTILE not in hostile and "&lt;script&gt;" in hostile
     assert "Trigger queries" not in client.get("/search/", {"q": "release -notes"}).content.decode()
+    # Beside the runs' first page only: a second page of runs does not repeat them.
+    later = client.get("/search/", {"q": "release", "page": 2}).content.decode()
+    assert "Trigger queries" not in later
