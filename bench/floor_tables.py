@@ -153,7 +153,7 @@ class Database:
 
     def __init__(self, target: Path | str):
         self.postgres = str(target).startswith(("postgres://", "postgresql://"))
-        self.placeholder = "%s" if self.postgres else "?"
+        self.param = "%s" if self.postgres else "?"  # the DB-API parameter marker
         if self.postgres:
             import psycopg
 
@@ -220,7 +220,7 @@ class Table:
         filled = [column for column in info if column.name not in known and column.required]
         self.filled = [column.name for column in filled]
         columns = [known[i] for i in keep] + self.filled
-        values = [db.placeholder] * len(keep) + [column.neutral for column in filled]
+        values = [db.param] * len(keep) + [column.neutral for column in filled]
         self.sql = f"INSERT INTO {name} ({', '.join(columns)}) VALUES ({', '.join(values)})"
         self.project: Callable[[Any], Any] | None = None
         if len(keep) != len(known):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
@@ -21,8 +22,8 @@ from .harness import AgentResult, AgentSettings
 RESPONDER_DEFAULT_TURNS = 8
 
 
-class Conversation:
-    """Plays one eval's conversation; a subclass plays each round (`_round`)."""
+class Conversation(ABC):
+    """Plays one eval's conversation; each harness's subclass plays a round (`_round`)."""
 
     def __init__(
         self,
@@ -40,9 +41,9 @@ class Conversation:
         # The caller's result, when given, so what a failed run did is still known.
         self.result = result if result is not None else AgentResult()
 
+    @abstractmethod
     def _round(self, round_: int) -> list[str] | None:
         """Play one round; the assistant's texts, None when the run's budget ran out."""
-        raise NotImplementedError
 
     def _event(self, kind: str, round_: int, **fields: Any) -> dict[str, Any]:
         event = {"type": kind, "ordinal": len(self.result.events), "round": round_, **fields}
