@@ -6,6 +6,12 @@ positions of every occurrence of a common word in every run, seconds over 18,000
 the same reason the count stops at MAX_COUNTED ("1,000+ runs"). Snippets are cut here, from
 the stored text, so a hit in a conversation can name and link its event (`#event-<n>`),
 which neither database's snippet function knows.
+
+Runs of one eval whose snippets read alike (its prompt, matched in each of its ten runs) are
+one result on a page (`HitGroup`): the runs of an eval are imported one after the other, so
+such runs are neighbours newest first, and a group is a run of neighbours. Paging stays by
+run; the run just before and just after the page are read too, so a group cut by the page's
+edge says that it goes on.
 """
 
 from __future__ import annotations
@@ -16,13 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection
+from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from runs.models import LARGE_ITERATION_FIELDS, Iteration, Run
 
 from .index import event_text, transcripts
-from .models import SearchDocument
+from .models import Outcome, SearchDocument
 from .pending import still_indexing
 from .query import Query
 
@@ -59,6 +66,72 @@ class Hit:
     snippet: SafeString
     url: str
     event: int | None = None
+    #: The run's outcome as indexed: Outcome.PASS, Outcome.FAIL or "" (not graded).
+    outcome: str = ""
+
+    @property
+    def group_key(self) -> tuple[int, str, str, str]:
+        """What hits share to be one result: iteration, eval, where it matched, the snippet."""
+        return (self.run.iteration_id, self.run.eval_id, self.found_in, str(self.snippet))
+
+
+@dataclass
+class HitGroup:
+    """Neighbouring hits of one eval whose snippets, found in the same field, read the same."""
+
+    hits: list[Hit]
+    #: Runs of this group are on the page before (`continued`) or the page after (`continues`).
+    continued: bool = False
+    continues: bool = False
+
+    @property
+    def first(self) -> Hit:
+        return self.hits[0]
+
+    @property
+    def passed(self) -> int:
+        return sum(hit.outcome == Outcome.PASS for hit in self.hits)
+
+    @property
+    def failed(self) -> int:
+        return sum(hit.outcome == Outcome.FAIL for hit in self.hits)
+
+    @property
+    def ungraded(self) -> int:
+        return len(self.hits) - self.passed - self.failed
+
+    @property
+    def conditions(self) -> list[tuple[str, int]]:
+        """(condition, runs) in the order they come."""
+        counts: dict[str, int] = {}
+        for hit in self.hits:
+            counts[hit.run.condition.name] = counts.get(hit.run.condition.name, 0) + 1
+        return list(counts.items())
+
+    def eval_url(self) -> str:
+        """The eval's page in the hits' iteration."""
+        run = self.first.run
+        return reverse(
+            "runs:eval", args=[run.iteration.skill.name, run.iteration.number, run.eval_id]
+        )
+
+
+def group_hits(
+    hits: list[Hit], *, before: Hit | None = None, after: Hit | None = None
+) -> list[HitGroup]:
+    """The hits as results, neighbours that read alike as one; `before`/`after` are the runs
+    just outside the page, to mark a group its edge cuts."""
+    groups: list[HitGroup] = []
+    for hit in hits:
+        if groups and groups[-1].first.group_key == hit.group_key:
+            groups[-1].hits.append(hit)
+        else:
+            groups.append(HitGroup([hit]))
+    if groups and before is not None:
+        groups[0].continued = groups[0].first.group_key == before.group_key
+    if groups and after is not None:
+        groups[-1].continues = groups[-1].first.group_key == after.group_key
+    return groups
 
 
 @dataclass
@@ -69,6 +142,8 @@ class Results:
     hits: list[Hit] = field(default_factory=list)
     #: Iterations in the search's scope whose runs are not all indexed yet ("skill #n").
     indexing: list[str] = field(default_factory=list)
+    #: The page's hits as results (group_hits).
+    groups: list[HitGroup] = field(default_factory=list)
 
     @property
     def capped(self) -> bool:
@@ -77,13 +152,19 @@ class Results:
 
 def search(query: Query, filters: Filters, *, offset: int = 0, limit: int = PAGE_SIZE) -> Results:
     """The runs that match, newest first: how many (up to MAX_COUNTED + 1), and the hits
-    from `offset` on."""
-    if connection.vendor == "sqlite":
-        count, ids = _sqlite(query, filters, offset=offset, limit=limit)
-    else:
-        count, ids = _postgres(query, filters, offset=offset, limit=limit)
+    from `offset` on, with the runs just outside the page to tell where a group goes on."""
+    start = max(0, offset - 1)
+    fetch = _sqlite if connection.vendor == "sqlite" else _postgres
+    count, ids = fetch(query, filters, offset=start, limit=limit + (offset - start) + 1)
+    found = {hit.run.pk: hit for hit in _hits(query, ids)}
+    before = found.get(ids[0]) if offset > start and ids else None
+    page_ids = ids[offset - start : offset - start + limit]
+    after_ids = ids[offset - start + limit :]
+    after = found.get(after_ids[0]) if after_ids else None
+    hits = [found[run_id] for run_id in page_ids if run_id in found]
     indexing = still_indexing(skill_id=filters.skill_id, number=filters.iteration_number)
-    return Results(query=query, count=count, hits=_hits(query, ids), indexing=indexing)
+    groups = group_hits(hits, before=before, after=after)
+    return Results(query=query, count=count, hits=hits, indexing=indexing, groups=groups)
 
 
 def _where(filters: Filters, *, table: str) -> tuple[list[str], list[object]]:
@@ -222,7 +303,12 @@ def _hit(
         words, ordinal, text = _event(events, pattern)
         if ordinal is not None and words > found:
             return Hit(
-                run, f"event {ordinal}", snippet(text, pattern), f"{url}#event-{ordinal}", ordinal
+                run,
+                f"event {ordinal}",
+                snippet(text, pattern),
+                f"{url}#event-{ordinal}",
+                ordinal,
+                document.outcome,
             )
     if not found:
         # What FTS5 or tsquery matched and this regex does not read alike (rare): say where
@@ -230,7 +316,8 @@ def _hit(
         name = "final_message"
     if name == "final_message":
         url = f"{url}#final-{run.pk}"
-    return Hit(run, dict(FIELDS)[name], snippet(getattr(document, name), pattern), url)
+    text = snippet(getattr(document, name), pattern)
+    return Hit(run, dict(FIELDS)[name], text, url, outcome=document.outcome)
 
 
 def _event(events: list[Any], pattern: re.Pattern[str]) -> tuple[int, int | None, str]:

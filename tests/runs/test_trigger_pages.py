@@ -263,7 +263,11 @@ def test_the_comparison_gives_the_verdict_the_delta_and_the_flips(client: Client
     assert '<th scope="row">#1 a-trigger-results.json</th>' in html
     fixed = html[html.index("<h3>Fixed") : html.index("<h3>Broken")]
     assert "release notes" in fixed and ESCAPED in fixed and "weather" in fixed
+    # Each flip says which way in words (and a mark read past by screen readers), not by
+    # its colour alone.
+    assert fixed.count('<span aria-hidden="true">▲</span> now passes</span>') == 3
     assert "None." in html[html.index("<h3>Broken") :]
+    assert '<span aria-hidden="true">▲</span> significant better' not in html  # p = 0.25
     # The form picks both sides, in the URL.
     assert f'action="{COMPARE}"' in html and '<option value="2" selected>' in html
     assert HOSTILE not in html
@@ -272,7 +276,7 @@ def test_the_comparison_gives_the_verdict_the_delta_and_the_flips(client: Client
 def test_the_comparison_the_other_way_calls_the_flips_broken(client: Client, imported) -> None:
     html = page(client, f"{COMPARE}?a=2&b=1")
     broken = html[html.index("<h3>Broken") :]
-    assert "release notes" in broken and "broken</span>" in broken
+    assert "release notes" in broken and "▼</span> now fails</span>" in broken
     assert "None." in html[html.index("<h3>Fixed") : html.index("<h3>Broken")]
 
 
