@@ -31,7 +31,7 @@ def _search_page(request: HttpRequest, *, skill: Skill | None) -> HttpResponse:
     results, previous_page, next_page, triggers = None, "", "", []
     if form.is_valid() and form.cleaned_data["q"] is not None:
         filters = form.filters()
-        results = search(form.cleaned_data["q"], filters, offset=form.offset())
+        results = search(form.cleaned_data["q"], filters, offset=form.offset(), limit=PAGE_SIZE)
         # On the first page only, and only where no run-only filter applies.
         page_one = (form.cleaned_data.get("page") or 1) == 1
         if page_one and not (filters.iteration_number or filters.condition or filters.outcome):
