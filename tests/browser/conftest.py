@@ -11,7 +11,9 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from runs.importing import import_workspace
+from runs.models import TriggerQuery, TriggerRun
 from tests.browser import CHROMIUM
+from tests.factories import trigger_result, write_json
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, ConsoleMessage, Dialog, Page
@@ -19,6 +21,10 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "test-output" / "browser"
 USERNAME, PASSWORD = "reviewer", "correct horse battery"
+#: Trigger queries of the `triggers` fixture: markup an agent might echo, and a word with no
+#: spaces to break at (a page that cannot wrap it must scroll it inside its own box).
+XSS = "<img src=x onerror=alert(1)>"
+LONG = "release-notes-" * 12
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 
@@ -52,6 +58,52 @@ def sample(transactional_db: None) -> None:
     # transactional_db flushes it after every test, hence one import (about 1 s) per test.
     import_workspace([ROOT / "runs" / "sample"])
     get_user_model().objects.create_user(USERNAME, password=PASSWORD)
+
+
+@pytest.fixture
+def triggers(sample: None, tmp_path: Path) -> None:
+    """Two descriptions of the changelog skill; the second's hostile query has three runs."""
+    folder = tmp_path / "changelog"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text("---\nname: changelog\ndescription: Old.\n---\n")
+    before = [(LONG, True, 1), (XSS, True, 0), ("weather", False, 2)]
+    after = [(LONG, True, 3), (XSS, True, 2), ("weather", False, 0)]
+    write_json(
+        folder / "evals" / "a-trigger-results.json", trigger_result("Use for changelogs.", before)
+    )
+    write_json(
+        folder / "evals" / "b-trigger-results.json",
+        trigger_result(f"Use for changelogs and {LONG} {XSS}", after),
+    )
+    import_workspace([tmp_path])
+    query = TriggerQuery.objects.get(iteration__number=2, query=XSS)
+    for index, outcome in enumerate(("loaded", "none", "loaded"), start=1):
+        TriggerRun.objects.create(
+            query=query,
+            run_index=index,
+            outcome=outcome,
+            loaded_skill="changelog" if outcome == "loaded" else "",
+            tool_calls=[{"name": "Skill", "input": {"skill": "changelog"}}],
+            final_message=f"Run {index} says {XSS}",
+        )
+
+
+@pytest.fixture
+def campaign(sample: None) -> int:
+    """A queued campaign half done (its progress page's id)."""
+    from grading.campaigns.models import Campaign, QueuedIteration, QueuedRun
+
+    queued = QueuedIteration.objects.create(
+        campaign=Campaign.objects.create(requested_by="runevals pid 7 on ci"),
+        skill_name="taming-flaky-tests",
+        label="iteration-5",
+        plan={},
+    )
+    for index, state in enumerate(["done", "errored", "running", "pending"], start=1):
+        QueuedRun.objects.create(
+            iteration=queued, eval_id="e", condition="with_skill", run_index=index, state=state
+        )
+    return queued.campaign_id
 
 
 @pytest.fixture

@@ -10,96 +10,52 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.browser import CHROMIUM
-from tests.browser.conftest import PASSWORD, ROOT, USERNAME
+from tests.browser.pages import (
+    DOCS_PAGES,
+    DOCS_SHOTS,
+    EVAL,
+    ITERATION,
+    OTHER_SKILL,
+    PAGE_SHOTS,
+    PAGES,
+    SKILL,
+    WIDTHS,
+    log_in,
+    new_context,
+    settle,
+)
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, BrowserContext, Page
+    from playwright.sync_api import Browser, Page
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").expect
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"no Chromium at {CHROMIUM}")
 
-SKILL = "/skills/taming-flaky-tests/"
-OTHER_SKILL = "/skills/changelog-from-commits/"
-ITERATION = f"{SKILL}iterations/3/"
-EVAL = f"{ITERATION}evals/timezone-boundary-flake/"
-#: One address of every kind of page, by the name its screenshots get.
-PAGES = {
-    "overview": "/",
-    "skill": SKILL,
-    "iteration": ITERATION,
-    "assertions": f"{ITERATION}assertions/",
-    "compare": f"{SKILL}compare/?a=2&b=3",
-    "eval": EVAL,
-    "run": f"{EVAL}with_skill/1/",
-    "skill-creator-eval": f"{OTHER_SKILL}iterations/2/evals/0/",
-    "review-queue": f"{SKILL}review/",
-    "import": "/imports/",
-    "account": "/accounts/",
-    "not-found": "/skills/no-such-skill/",
-}
-PAGE_SHOTS = ROOT / "test-output" / "browser" / "pages"
-#: Window-sized shots of the pages the README shows (docs/ holds reduced copies of them).
-DOCS_SHOTS = ROOT / "test-output" / "browser" / "docs"
-DOCS_PAGES = ("overview", "skill", "iteration", "compare", "eval")
-WIDTHS = {"desktop": 1366, "phone": 375}
 CHARTS = ("chart-score", "chart-delta", "chart-invocation", "chart-cost")
 
 
-def new_context(browser: Browser, live_server, width: int, **options) -> BrowserContext:
-    return browser.new_context(
-        base_url=live_server.url, viewport={"width": width, "height": 860}, **options
-    )
-
-
-def log_in(page: Page) -> None:
-    page.goto("/accounts/login/")
-    page.fill("#id_username", USERNAME)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(re.compile(r".*/$"))
-
-
-def sideways(page: Page) -> int:
-    """How many pixels the page is wider than its window (0: no sideways scrolling)."""
-    return page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-
-
-def settle(page: Page) -> None:
-    page.wait_for_load_state("networkidle")
-    if page.locator("[data-chart]").count():
-        expect(page.locator("[data-chart]").first).to_have_attribute("data-chart-rendered", "")
-
-
-def test_no_page_scrolls_sideways_on_a_phone_and_every_page_is_photographed(
-    browser: Browser, live_server, sample: None
+def test_every_page_is_photographed_at_a_desktop_s_width(
+    browser: Browser, live_server, triggers: None, campaign: int
 ) -> None:
+    # At a phone's width: tests/browser/test_phone_width.py, which also checks that none
+    # scrolls sideways.
     PAGE_SHOTS.mkdir(parents=True, exist_ok=True)
     DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
-    too_wide = {}
-    for label, width in WIDTHS.items():
-        context = new_context(browser, live_server, width)
-        page = context.new_page()
-        log_in(page)
-        try:
-            for name, address in PAGES.items():
-                page.goto(address)
-                settle(page)
-                if label == "phone" and (extra := sideways(page)) > 0:
-                    too_wide[name] = extra
-                page.evaluate("window.scrollTo(0, 0)")
-                page.screenshot(path=PAGE_SHOTS / f"{name}-{width}.png", full_page=True)
-                if name in DOCS_PAGES:
-                    page.screenshot(path=DOCS_SHOTS / f"{name}-{width}.png")
-            page.goto("/accounts/login/")  # still logged in: log out first
-        finally:
-            context.close()
-    anonymous = new_context(browser, live_server, WIDTHS["phone"]).new_page()
-    anonymous.goto("/accounts/login/")
-    assert sideways(anonymous) <= 0
-    anonymous.screenshot(path=PAGE_SHOTS / "login-375.png", full_page=True)
-    anonymous.context.close()
-    assert too_wide == {}, f"pages wider than 375 px (by px): {too_wide}"
+    width = WIDTHS["desktop"]
+    context = new_context(browser, live_server, width)
+    page = context.new_page()
+    log_in(page)
+    try:
+        for name, address in PAGES.items():
+            page.goto(address.format(campaign=campaign))
+            settle(page)
+            page.evaluate("window.scrollTo(0, 0)")
+            page.screenshot(path=PAGE_SHOTS / f"{name}-{width}.png", full_page=True)
+            if name in DOCS_PAGES:
+                page.screenshot(path=DOCS_SHOTS / f"{name}-{width}.png")
+    finally:
+        context.close()
 
 
 def test_wide_tables_scroll_in_their_box_with_the_first_column_kept(

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from runs.importing import import_workspace
-from runs.models import TriggerQuery, TriggerRun
 from tests.browser import CHROMIUM
-from tests.browser.conftest import PASSWORD, USERNAME
-from tests.factories import trigger_result, write_json
+from tests.browser.conftest import PASSWORD, USERNAME, XSS
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -25,37 +21,6 @@ pytestmark = pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"no Chromium at 
 SKILL = "/skills/changelog/"
 TRIGGER_2 = f"{SKILL}triggers/2/"
 COMPARE = f"{SKILL}triggers/compare/?a=1&b=2"
-XSS = "<img src=x onerror=alert(1)>"
-#: No spaces to break at: a page that cannot wrap it must scroll it inside its own box.
-LONG = "release-notes-" * 12
-
-
-@pytest.fixture
-def triggers(sample: None, tmp_path: Path) -> None:
-    """Two descriptions of the changelog skill; the second's hostile query has three runs."""
-    folder = tmp_path / "changelog"
-    folder.mkdir()
-    (folder / "SKILL.md").write_text("---\nname: changelog\ndescription: Old.\n---\n")
-    before = [(LONG, True, 1), (XSS, True, 0), ("weather", False, 2)]
-    after = [(LONG, True, 3), (XSS, True, 2), ("weather", False, 0)]
-    write_json(
-        folder / "evals" / "a-trigger-results.json", trigger_result("Use for changelogs.", before)
-    )
-    write_json(
-        folder / "evals" / "b-trigger-results.json",
-        trigger_result(f"Use for changelogs and {LONG} {XSS}", after),
-    )
-    import_workspace([tmp_path])
-    query = TriggerQuery.objects.get(iteration__number=2, query=XSS)
-    for index, outcome in enumerate(("loaded", "none", "loaded"), start=1):
-        TriggerRun.objects.create(
-            query=query,
-            run_index=index,
-            outcome=outcome,
-            loaded_skill="changelog" if outcome == "loaded" else "",
-            tool_calls=[{"name": "Skill", "input": {"skill": "changelog"}}],
-            final_message=f"Run {index} says {XSS}",
-        )
 
 
 def test_the_skill_page_draws_the_triggering_chart(
