@@ -267,7 +267,7 @@ def test_the_comparison_gives_the_verdict_the_delta_and_the_flips(client: Client
     # its colour alone.
     assert fixed.count('<span aria-hidden="true">▲</span> now passes</span>') == 3
     assert "None." in html[html.index("<h3>Broken") :]
-    assert '<span aria-hidden="true">▲</span> significant better' not in html  # p = 0.25
+    assert '<span aria-hidden="true">▲</span> suggestive: better</span>' in html  # p = 0.25
     # The form picks both sides, in the URL.
     assert f'action="{COMPARE}"' in html and '<option value="2" selected>' in html
     assert HOSTILE not in html
