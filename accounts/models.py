@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.conf import settings
 from django.db import models
-from django.urls import Resolver404, resolve
+from django.urls import Resolver404, resolve, reverse
 from django.utils import timezone
 
 
@@ -186,6 +186,23 @@ class ShareLink(Secret):
         # As the middleware reads request.GET: the last value of each key, blanks kept.
         query = dict(parse_qsl(parts.query, keep_blank_values=True))
         return self.covers(match.url_name, match.kwargs, query)
+
+    def follow(self, *, trigger: bool, old: int, new: int) -> None:
+        """Point the link at number `new` where it names `old`: the results it was made for
+        answer to `new` now (a trigger iteration's number when `trigger`, else an
+        iteration's), so the link keeps opening them."""
+        keys = self.SCOPE_KEYS[self.Kind(self.kind)]
+        if "number" not in keys or (self.kind == self.Kind.TRIGGER) != trigger:
+            return
+        if str(self.scope.get("number")) != str(old):
+            return
+        parts = urlsplit(self.path)
+        match = resolve(unquote(parts.path))
+        self.scope = {**self.scope, "number": str(new)}
+        self.path = reverse(match.view_name, kwargs={**match.kwargs, "number": new}) + (
+            f"?{parts.query}" if parts.query else ""
+        )
+        self.save(update_fields=["scope", "path"])
 
     @property
     def compare_query(self) -> dict[str, str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponsePermanentRedirect
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
 
@@ -11,7 +11,9 @@ from grading.api import router as review_router
 from grading.reviewing import ReviewError
 from runs.api import router as results_router
 from runs.importing import ImportFailure, UploadTooLarge
+from runs.models import NumberMoved
 from runs.search.api import router as search_router
+from runs.views.moved import moved_address
 
 api = NinjaAPI(
     title="evalsite",
@@ -32,6 +34,12 @@ api.add_router("/", search_router)
 @api.exception_handler(Http404)
 def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
     return api.create_response(request, {"detail": str(exc) or "Not found"}, status=404)
+
+
+@api.exception_handler(NumberMoved)
+def moved(request: HttpRequest, exc: NumberMoved) -> HttpResponse:
+    """An old number: the same endpoint under the number its results answer to now."""
+    return HttpResponsePermanentRedirect(moved_address(request, exc))
 
 
 @api.exception_handler(ImportFailure)

@@ -168,6 +168,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # A number whose results answer to another number now: a 301 there (runs/views/moved.py).
+    "runs.views.moved.MovedNumberMiddleware",
     # Only with DEBUG and EVALSITE_STYLED_404 (quickstart): the site's 404 page, not Django's.
     "evalsite.errors.StyledNotFoundMiddleware",
 ]

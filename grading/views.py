@@ -85,7 +85,7 @@ def review_queue(request: HttpRequest, skill: str) -> HttpResponse:
         )
         .select_related("grading__run__iteration", "grading__run__condition")
         .annotate(review_count=Count("overrides"))
-        .order_by("-grading__run__iteration__number", "grading__run__eval_id", "grading__run_id")
+        .order_by("-grading__run__iteration__position", "grading__run__eval_id", "grading__run_id")
     )
     page = Paginator(results, 50).get_page(request.GET.get("page"))
     return render(request, "grading/queue.html", {"skill": found, "page": page})

@@ -139,7 +139,12 @@ class IterationAdmin(DashboardAdmin):
     list_filter = ["skill", "mode", "source_kind"]
     search_fields = ["label", "run_label", "skill__name"]
     inlines = [ConditionInline]
-    readonly_fields = ["source_key", "content_hash", "imported_at", "updated_at"]
+    # The number is the iteration's address, handed out once (runs.models.addresses); the
+    # position is kept by the importer from generation time.
+    readonly_fields = [
+        *("number", "position", "label_context"),
+        *("source_key", "content_hash", "imported_at", "updated_at"),
+    ]
 
     def changes(self, obj: Iteration) -> dict[str, Any]:
         return {"iterations": [obj]}  # a condition renamed in the inline filters its runs

@@ -72,11 +72,7 @@ def iteration_report(result: IterationRun) -> dict[str, Any]:
         skill__name=result.skill, source_path=str(result.folder)
     )
     summary = summarise_iterations([iteration])[iteration.pk]
-    previous = (
-        Iteration.objects.filter(skill=iteration.skill, number__lt=iteration.number)
-        .order_by("-number")
-        .first()
-    )
+    previous = iteration.previous()
     regressed_evals: list[str] = []
     if previous is not None:
         comparison = compare(previous, iteration)

@@ -73,7 +73,10 @@ def trends(request: HttpRequest, skill: str) -> list[IterationSummary]:
 def list_iterations(request: HttpRequest, skill: str) -> LazyPage:
     found = Skill.objects.get_by_name_or_404(skill)
     return LazyPage(
-        Iteration.objects.filter(skill=found).select_related("skill").light().order_by("-number"),
+        Iteration.objects.filter(skill=found)
+        .select_related("skill")
+        .light()
+        .order_by("-position", "-number"),
         summaries,
     )
 

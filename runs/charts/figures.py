@@ -313,7 +313,8 @@ def _note(text: str, *, size: int = 11, **position: Any) -> dict[str, Any]:
 
 
 def _sorted(points: Iterable[TrendPoint]) -> list[TrendPoint]:
-    return sorted(points, key=lambda p: p.number)
+    # In the order given: the skill's display order (generation time), not by number.
+    return list(points)
 
 
 def _condition(point: TrendPoint, name: str) -> ConditionPoint | None:

@@ -36,7 +36,7 @@ class ChartTable:
 
 def chart_tables(points: Iterable[TrendPoint]) -> dict[str, ChartTable]:
     """The table of each chart of `runs.charts.CHARTS`, under the same names."""
-    ordered = sorted(points, key=lambda p: p.number)
+    ordered = list(points)  # in display order, as given
     return {
         "score": _per_condition(ordered, "score", _score_cell),
         "delta": _delta_table(ordered),

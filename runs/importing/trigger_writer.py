@@ -123,7 +123,9 @@ def _write_results(
     if existing is None:
         iteration = TriggerIteration.objects.create(
             skill=skill,
-            number=TriggerIteration.objects.next_number(skill),
+            number=TriggerIteration.objects.next_number(
+                skill, source_key=key, label=fields["label"]
+            ),
             source_key=key,
             **fields,
         )

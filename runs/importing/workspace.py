@@ -160,7 +160,7 @@ class _Importer:
             if unit.source.kind == "triggers":
                 self._guarded(unit.display, lambda unit=unit: self._triggers(unit))
         with transaction.atomic():
-            self.writer.renumber()
+            self.writer.reorder()
 
     def _guarded(self, display: str, step: Callable[[], None]) -> None:
         """Run one step; with keep_going, in its own transaction, a failure recorded."""

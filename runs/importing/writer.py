@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import copy
+from pathlib import PurePosixPath
 
-from django.db.models import F, Max
 from django.utils import timezone
 
 from runs.changes import Imported, changed
 from runs.models import (
     Condition,
     EvalCase,
+    IssuedNumber,
     Iteration,
     Review,
     Skill,
@@ -177,7 +178,9 @@ class Writer:
             missing_gradings=parsed.missing_gradings,
         )
         if existing is None:
-            number = (skill.iterations.aggregate(n=Max("number"))["n"] or 0) + 1
+            number = IssuedNumber.objects.issue(
+                Iteration, skill=skill, source_key=parsed.source_key, label=parsed.label
+            )
             iteration = Iteration.objects.create(skill=skill, number=number, **fields)
             self.report.count("iterations", "created")
         else:
@@ -251,33 +254,65 @@ class Writer:
                 + ", ".join(unmatched[:3])
             )
 
-    def renumber(self) -> None:
-        """Number each touched skill's iterations 1, 2, 3… in the order they were generated."""
+    def reorder(self) -> None:
+        """Keep each touched skill's display order (`position`: 1, 2, 3… by generation time)
+        and what tells apart iterations with the same label; numbers never change."""
         for skill_id in self.touched_skills:
             iterations = list(
                 Iteration.objects.filter(skill_id=skill_id).only(
-                    "pk", "number", "generated_at", "label", "skill_id"
+                    "pk",
+                    "number",
+                    "position",
+                    "label",
+                    "label_context",
+                    "source_path",
+                    "generated_at",
+                    "imported_at",
+                    "skill_id",
                 )
             )
-            iterations.sort(
-                key=lambda it: (
-                    it.generated_at is None,
-                    it.generated_at or timezone.now(),
-                    natural_key(it.label),
-                    it.pk,
-                )
-            )
-            if [it.number for it in iterations] == list(range(1, len(iterations) + 1)):
-                continue
-            # Two steps so the (skill, number) constraint never sees a duplicate.
-            offset = len(iterations) + 1000
-            Iteration.objects.filter(skill_id=skill_id).update(number=F("number") + offset)
+            iterations.sort(key=generation_order)
+            contexts = label_contexts(iterations)
+            shifted = []
             for position, iteration in enumerate(iterations, start=1):
-                # updated_at moves too: it is the iteration's "last changed", and #2 is now #3.
-                Iteration.objects.filter(pk=iteration.pk).update(
-                    number=position, updated_at=timezone.now()
+                context = contexts.get(iteration.pk, "")
+                if (iteration.position, iteration.label_context) != (position, context):
+                    iteration.position, iteration.label_context = position, context
+                    shifted.append(iteration)
+            if shifted:
+                Iteration.objects.bulk_update(
+                    shifted, ["position", "label_context"], batch_size=500
                 )
-            self.report.notes.append(
-                f"renumbered the iterations of {iterations[0].skill.name} by generation time"
-            )
-            changed()
+                changed()
+
+
+def generation_order(iteration: Iteration) -> tuple[object, ...]:
+    """The display order: by generation time (unknown last), then label, then import order."""
+    return (
+        iteration.generated_at is None,
+        iteration.generated_at or timezone.now(),
+        natural_key(iteration.label),
+        iteration.pk,
+    )
+
+
+def label_contexts(iterations: list[Iteration]) -> dict[int, str]:
+    """iteration id → what tells it from the skill's other iterations with its label: the
+    folder its source sat in where theirs differ, else its generation time; none for a label
+    no other iteration has."""
+    by_label: dict[str, list[Iteration]] = {}
+    for iteration in iterations:
+        by_label.setdefault(iteration.label, []).append(iteration)
+    contexts: dict[int, str] = {}
+    for twins in by_label.values():
+        if len(twins) < 2:
+            continue
+        parents = [PurePosixPath(it.source_path.replace("\\", "/")).parent.name for it in twins]
+        for iteration, parent in zip(twins, parents, strict=True):
+            if parent and parents.count(parent) == 1:
+                contexts[iteration.pk] = parent[:100]
+            elif iteration.generated_at is not None:
+                contexts[iteration.pk] = f"{iteration.generated_at:%Y-%m-%d %H:%M}"
+            else:
+                contexts[iteration.pk] = f"imported {iteration.imported_at:%Y-%m-%d %H:%M}"
+    return contexts

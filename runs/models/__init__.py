@@ -6,6 +6,7 @@ One module per model family; everything is importable from `runs.models`.
 from __future__ import annotations
 
 from ..generation import Generation
+from .addresses import IssuedNumber, NumberMoved
 from .choices import (
     CONDITION_ROLES,
     ROLE_CHOICES,
@@ -42,8 +43,10 @@ __all__ = [
     "Grading",
     "GradingHistory",
     "Iteration",
+    "IssuedNumber",
     "IterationNotFound",
     "Mode",
+    "NumberMoved",
     "Review",
     "Role",
     "Run",

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from django.db import models
-from django.http import Http404
 from django.urls import reverse
 from django.utils import timezone
 
 from ..names import NameValidator
 from ..warnings import ValidityWarning, without
+from .addresses import IssuedNumber
 from .choices import ROLE_CHOICES, Mode, SourceKind
 from .fields import JSONField
 from .skills import EvalCase, Skill
@@ -51,15 +51,20 @@ class IterationQuerySet(models.QuerySet):
 
     def get_by_number_or_404(self, skill: Skill, number: int) -> Iteration:
         """The skill's iteration #`number`, light (the recorded documents load only if
-        read); Http404 saying so when there is none."""
+        read); NumberMoved when its results answer to another number now, Http404 saying
+        whether there never was one or it was removed."""
         try:
             return self.light().get(skill=skill, number=number)
         except Iteration.DoesNotExist:
-            raise Http404(f"{skill.name} has no iteration #{number}.") from None
+            raise IssuedNumber.objects.missing(Iteration, skill=skill, number=number) from None
 
     def get_by_address_or_404(self, skill: str, number: int) -> Iteration:
         """The iteration an address names by skill name and number, light; Http404."""
         return self.get_by_number_or_404(Skill.objects.get_by_name_or_404(skill), number)
+
+    def in_display_order(self) -> IterationQuerySet:
+        """Oldest first by generation time (`position`), whatever their numbers."""
+        return self.order_by("skill_id", "position", "number")
 
     def light(self) -> IterationQuerySet:
         """Iterations without their large recorded documents, for lists and trends."""
@@ -85,7 +90,7 @@ class IterationQuerySet(models.QuerySet):
     def trend_of(self, skill: Skill) -> list[Iteration]:
         """The skill's iterations, oldest first, light, each holding `skill` (no join)."""
         iterations = list(
-            self.filter(skill=skill).defer(*LARGE_ITERATION_FIELDS).order_by("number")
+            self.filter(skill=skill).defer(*LARGE_ITERATION_FIELDS).in_display_order()
         )
         for iteration in iterations:
             iteration.skill = skill
@@ -93,12 +98,22 @@ class IterationQuerySet(models.QuerySet):
 
 
 class Iteration(models.Model):
-    """One campaign on one skill; numbered 1, 2, 3… per skill in the order generated."""
+    """One campaign on one skill. Its `number` is its address, handed out once when it is
+    first imported (runs.models.addresses); `position` is where it stands among the skill's
+    iterations by generation time, the order every list and trend shows."""
+
+    #: Its numbers are handed out in the ledger under this kind.
+    NUMBER_KIND = IssuedNumber.Kind.ITERATION
 
     skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="iterations")
     number = models.PositiveIntegerField()
+    #: 1, 2, 3… by generation time among the skill's iterations; the importer keeps it.
+    position = models.PositiveIntegerField(default=0)
     #: The source's own folder name ("iteration-4"); two workspaces may both have one.
     label = models.CharField(max_length=200)
+    #: What tells it from another iteration of the skill with the same label (the folder its
+    #: source sat in, else when it was generated); blank when no other has its label.
+    label_context = models.CharField(max_length=200, blank=True)
     #: The run label the author gave (conditions.json / BASELINE.md "Label").
     run_label = models.CharField(max_length=200, blank=True)
     #: What identifies this iteration across re-imports: kind, label and timestamp.
@@ -135,13 +150,14 @@ class Iteration(models.Model):
     objects = IterationQuerySet.as_manager()
 
     class Meta:
-        ordering = ["skill_id", "number"]
+        ordering = ["skill_id", "position", "number"]
         constraints = [
             models.UniqueConstraint(fields=["skill", "number"], name="iteration_unique_number"),
             models.UniqueConstraint(fields=["skill", "source_key"], name="iteration_unique_source"),
         ]
         indexes = [
             models.Index(fields=["skill", "generated_at"]),
+            models.Index(fields=["skill", "position"]),
         ]
 
     def __str__(self) -> str:
@@ -162,12 +178,19 @@ class Iteration(models.Model):
     def get_absolute_url(self) -> str:
         return reverse("runs:iteration", args=[self.skill.name, self.number])
 
+    @property
+    def title(self) -> str:
+        """ "#7 iteration-3 (ws-b)": its address, the label its folder had, and what tells it
+        from another iteration with that label."""
+        title = f"#{self.number} {self.label}" if self.label else f"#{self.number}"
+        return f"{title} ({self.label_context})" if self.label_context else title
+
     def previous(self) -> Iteration | None:
-        """The skill's iteration just before this one (its light fields), if any."""
+        """The skill's iteration just before this one in display order (its light fields)."""
         return (
-            Iteration.objects.filter(skill_id=self.skill_id, number__lt=self.number)
+            Iteration.objects.filter(skill_id=self.skill_id, position__lt=self.position)
             .defer(*LARGE_ITERATION_FIELDS)
-            .order_by("-number")
+            .order_by("-position", "-number")
             .first()
         )
 

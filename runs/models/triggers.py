@@ -9,10 +9,9 @@ change, so an address keeps naming the same iteration.
 from __future__ import annotations
 
 from django.db import models
-from django.db.models import Max
-from django.http import Http404
 from django.urls import reverse
 
+from .addresses import IssuedNumber
 from .fields import JSONField
 from .skills import Skill
 
@@ -33,19 +32,23 @@ class Split(models.TextChoices):
 
 
 class TriggerIterationQuerySet(models.QuerySet):
-    def next_number(self, skill: Skill) -> int:
-        """The number a new trigger iteration of `skill` gets: one past the highest ever."""
-        return (self.filter(skill=skill).aggregate(n=Max("number"))["n"] or 0) + 1
+    def next_number(self, skill: Skill, *, source_key: str, label: str) -> int:
+        """The number a new trigger iteration of `skill` from `source_key` gets: its old one
+        if it had one, else one past the highest ever handed out (runs.models.addresses)."""
+        return IssuedNumber.objects.issue(
+            TriggerIteration, skill=skill, source_key=source_key, label=label
+        )
 
     def get_by_address_or_404(self, skill: str, number: int) -> TriggerIteration:
         """The trigger iteration an address names; Http404 saying so when there is none."""
         return self.get_by_number_or_404(Skill.objects.get_by_name_or_404(skill), number)
 
     def get_by_number_or_404(self, skill: Skill, number: int) -> TriggerIteration:
-        """`skill`'s trigger iteration #`number`; Http404 saying so when there is none."""
+        """`skill`'s trigger iteration #`number`; NumberMoved when its results answer to
+        another number now, Http404 saying whether there never was one or it was removed."""
         found = self.filter(skill=skill, number=number).first()
         if found is None:
-            raise Http404(f"{skill.name} has no trigger iteration #{number}.")
+            raise IssuedNumber.objects.missing(TriggerIteration, skill=skill, number=number)
         found.skill = skill
         return found
 
@@ -69,6 +72,9 @@ class TriggerSet(models.Model):
 
 class TriggerIteration(models.Model):
     """One description of a skill, tested on a set of queries."""
+
+    #: Its numbers are handed out in the ledger under this kind.
+    NUMBER_KIND = IssuedNumber.Kind.TRIGGER
 
     skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="trigger_iterations")
     number = models.PositiveIntegerField()

@@ -49,7 +49,9 @@ def skill_rows(*, query: str = "") -> list[SkillRow]:
     skills = list(skills)
     recent: dict[int, list[Iteration]] = defaultdict(list)
     counts: dict[int, int] = defaultdict(int)
-    iterations_of_skills = Iteration.objects.filter(skill__in=skills).light().order_by("-number")
+    iterations_of_skills = (
+        Iteration.objects.filter(skill__in=skills).light().order_by("-position", "-number")
+    )
     for iteration in iterations_of_skills:
         counts[iteration.skill_id] += 1
         if len(recent[iteration.skill_id]) < SPARKLINE_ITERATIONS:

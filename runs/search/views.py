@@ -44,7 +44,7 @@ def _search_page(request: HttpRequest, *, skill: Skill | None) -> HttpResponse:
         if skill is None
         else Condition.objects.filter(iteration__skill=skill)
     )
-    numbers = Iteration.objects.filter(skill=skill).order_by("number")
+    numbers = Iteration.objects.filter(skill=skill).in_display_order()
     context = {
         "skill": skill,
         "form": form,

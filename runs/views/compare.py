@@ -31,7 +31,7 @@ def compare_page(request: HttpRequest, skill: str) -> HttpResponse:
         return redirect(latest)
     context = {
         "skill": found,
-        "iterations": Iteration.objects.filter(skill=found).light().order_by("number"),
+        "iterations": Iteration.objects.filter(skill=found).light().in_display_order(),
         "conditions": SimpleLazyObject(lambda: condition_names(found)),
         "form": form,
         "comparison": comparison,
@@ -42,7 +42,7 @@ def compare_page(request: HttpRequest, skill: str) -> HttpResponse:
 def _latest_two(skill: Skill) -> str:
     """No choice yet: the latest iteration against the one before, at an address that says
     so (a teammate opening the link sees the same comparison); "" with fewer than two."""
-    latest = skill.iterations.order_by("-number").values_list("number", flat=True)[:2]
+    latest = skill.iterations.order_by("-position", "-number").values_list("number", flat=True)[:2]
     if len(latest) < 2:
         return ""
     # reverse(), not request.path: the path arrives decoded ("a?b#c" for a%3Fb%23c).

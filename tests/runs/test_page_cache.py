@@ -150,32 +150,35 @@ def test_a_cached_comparison_follows_an_override(client: Client, sample, user) -
     assert main(client, url) != before
 
 
-def test_importing_an_older_iteration_renumbers_every_cached_page(
+def test_importing_an_older_iteration_reorders_every_cached_page_and_moves_no_address(
     client: Client, tmp_path: Path
 ) -> None:
     def write(label: str, day: int) -> Path:
         return eval_magic_iteration(
-            tmp_path / label, skill="renumbered", label=label, timestamp=f"2026-05-0{day}T10:00:00Z"
+            tmp_path / label, skill="reordered", label=label, timestamp=f"2026-05-0{day}T10:00:00Z"
         )
 
     import_workspace([write("iteration-2", 2), write("iteration-3", 3)])
-    base = "/skills/renumbered/"
+    base = "/skills/reordered/"
+    assert "Compare with" not in main(client, f"{base}iterations/1/")
     assert "#2 iteration-3" in main(client, f"{base}iterations/2/")
-    assert f'href="{base}iterations/2/evals/alpha/"' in main(client, f"{base}iterations/2/")
+    skill_page = main(client, base)
+    assert skill_page.index("#1 iteration-2") < skill_page.index("#2 iteration-3")
+
+    import_workspace([write("iteration-1", 1)])  # generated first: shown first, numbered #3
+
+    first = main(client, f"{base}iterations/1/")
+    assert "#1 iteration-2" in first and "Compare with #3 iteration-1" in first
+    assert "#2 iteration-3" in main(client, f"{base}iterations/2/")
     assert f"{base}iterations/2/evals/alpha/with_skill/1/" in main(
         client, f"{base}iterations/2/evals/alpha/"
     )
-    assert "iteration-3" in main(client, base)
-
-    import_workspace([write("iteration-1", 1)])  # generated first: it becomes #1
-
-    third = main(client, f"{base}iterations/3/")
-    assert "#3 iteration-3" in third and "#2 iteration-3" not in third
-    assert f'href="{base}iterations/3/evals/alpha/"' in third
-    assert "#2 iteration-2" in main(client, f"{base}iterations/2/")
-    eval_page = main(client, f"{base}iterations/3/evals/alpha/")
-    assert f"{base}iterations/3/evals/alpha/with_skill/1/" in eval_page
-    assert f"{base}iterations/2/evals/alpha/with_skill/1/" not in eval_page
+    skill_page = main(client, base)
+    assert (
+        skill_page.index("#3 iteration-1")
+        < skill_page.index("#1 iteration-2")
+        < skill_page.index("#2 iteration-3")
+    )
 
 
 # --- the admin ---------------------------------------------------------------------------
