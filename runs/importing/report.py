@@ -10,6 +10,15 @@ KINDS = (
     *("trigger sets", "trigger iterations"),
 )
 
+#: How the summary line says each outcome `counts` keeps: "skipped" is what was already
+#: stored exactly as found.
+OUTCOME_WORDS = {
+    "created": "created",
+    "updated": "updated",
+    "skipped": "unchanged",
+    "removed": "removed",
+}
+
 
 @dataclass
 class ImportReport:
@@ -32,14 +41,19 @@ class ImportReport:
             self.counts[kind][outcome] += n
 
     def summary(self) -> str:
-        """One line: each kind with its created/updated/skipped (and removed) counts."""
+        """One line: each kind with its created / updated / unchanged (and removed) counts.
+
+        "Unchanged" is what `counts` keeps as "skipped": already stored exactly as found,
+        so left as it is. Each eval definition counts once per import, however many
+        iterations share it.
+        """
         parts = []
         for kind in KINDS:
             counter = self.counts[kind]
             if not counter:
                 continue
             outcomes = ", ".join(
-                f"{counter[o]} {o}"
+                f"{counter[o]} {OUTCOME_WORDS[o]}"
                 for o in ("created", "updated", "skipped", "removed")
                 if counter[o] or o != "removed"
             )

@@ -35,6 +35,9 @@ class Writer:
         self.report = report
         self.skills: dict[str, Skill] = {}
         self.known_cases: dict[tuple[int, str, str], EvalCase] = {}
+        #: Definition versions already counted in the report: each once per import, so a
+        #: definition several iterations share is not "unchanged" after being "created".
+        self.counted_cases: set[tuple[int, str, str]] = set()
         self.touched_skills: set[int] = set()
 
     def skill(self, name: str, *, description: str = "", notes: str = "") -> Skill:
@@ -80,6 +83,7 @@ class Writer:
         find the known ones and one insert for the rest, whatever the number of evals."""
         keys = {eval_id: (skill.pk, eval_id, d.fingerprint) for eval_id, d in definitions.items()}
         unknown = [key for key in keys.values() if key not in self.known_cases]
+        created: set[tuple[int, str, str]] = set()
         if unknown:
             for case in EvalCase.objects.filter(
                 skill=skill,
@@ -94,11 +98,13 @@ class Writer:
             ]
             EvalCase.objects.bulk_create(new, batch_size=500)
             for case in new:
-                self.known_cases[(skill.pk, case.eval_id, case.fingerprint)] = case
-            self.report.count("eval definitions", "created", len(new))
-            self.report.count("eval definitions", "skipped", len(unknown) - len(new))
-        else:
-            self.report.count("eval definitions", "skipped", len(keys))
+                key = (skill.pk, case.eval_id, case.fingerprint)
+                self.known_cases[key] = case
+                created.add(key)
+        first_counted = set(keys.values()) - self.counted_cases
+        self.report.count("eval definitions", "created", len(created))
+        self.report.count("eval definitions", "skipped", len(first_counted - created))
+        self.counted_cases |= first_counted
         return {eval_id: self.known_cases[key] for eval_id, key in keys.items()}
 
     def checkpoint(self) -> tuple[object, ...]:
@@ -106,14 +112,16 @@ class Writer:
         return (
             dict(self.skills),
             dict(self.known_cases),
+            set(self.counted_cases),
             set(self.touched_skills),
             copy.deepcopy(self.report.counts),
             list(self.report.notes),
         )
 
     def restore(self, saved: tuple[object, ...]) -> None:
-        skills, cases, touched, counts, notes = saved
+        skills, cases, counted, touched, counts, notes = saved
         self.skills, self.known_cases, self.touched_skills = skills, cases, touched  # type: ignore[assignment]
+        self.counted_cases = counted  # type: ignore[assignment]
         self.report.counts, self.report.notes = counts, notes  # type: ignore[assignment]
 
     def skip_unchanged(self, *, skill_name: str, content_hash: str, label: str) -> bool:

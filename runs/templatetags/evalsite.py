@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 
 from django import template
 from django.urls import NoReverseMatch, reverse
+from django.utils.timezone import localtime
 
 from runs.charts.colours import condition_colour
 from runs.stats import format_interval, signed
@@ -116,8 +117,20 @@ def scoped_url(context: template.Context, name: str, *args: Any, **query: Any) -
 
 @register.filter
 def iteration_title(iteration: Any) -> str:
-    """ "#3 ask-about-env": the number evalsite gave it, then the label its folder had."""
+    """ "#3 ask-about-env": the number evalsite gave it (its address), then the label its
+    folder had, and for an iteration sharing that label what tells them apart ("(ws-b)")."""
+    if title := getattr(iteration, "title", None):
+        return title
     return f"#{iteration.number} {iteration.label}" if iteration.label else f"#{iteration.number}"
+
+
+@register.filter
+def iteration_choice(iteration: Any) -> str:
+    """ "#3 ask-about-env · 2026-05-01 10:00": its title and when it was generated, for a
+    list that picks one iteration among many."""
+    when = getattr(iteration, "generated_at", None)
+    title = iteration_title(iteration)
+    return f"{title} · {localtime(when):%Y-%m-%d %H:%M}" if when else title
 
 
 @register.filter

@@ -224,8 +224,8 @@ def test_it_plays_every_description_query_and_run_and_writes_what_each_loaded(
     assert lines[-2] == (
         "demo description-1 (--description 1): recall 83%, false triggers 0%, "
         "4/6 queries passed; 12 runs finished, 6 not (3 timed out, 3 errored); "
-        "Imported skills: 1 created, 0 updated, 0 skipped; "
-        "trigger iterations: 1 created, 0 updated, 0 skipped"
+        "Imported skills: 1 created, 0 updated, 0 unchanged; "
+        "trigger iterations: 1 created, 0 updated, 0 unchanged"
     )
     assert lines[-1].startswith("demo description-2 (--description 2 (second.md)): recall 83%")
     iterations = TriggerIteration.objects.filter(skill__name="demo").order_by("number")

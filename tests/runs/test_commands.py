@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import io
 import os
+import re
+import socket
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -16,6 +21,7 @@ from django.core.management import CommandError, call_command
 from django.core.management.base import OutputWrapper
 
 from evalsite.settings import read_env_file
+from runs.management.commands.quickstart import served_hosts, write_env_file
 from runs.management.progress import CommandProgress
 from runs.models import AssertionResult, EvalCase, Grading, Iteration, Run, Skill
 from tests.factories import eval_magic_iteration
@@ -35,9 +41,9 @@ def test_importworkspace_prints_one_summary_line(tmp_path: Path) -> None:
     output = run_command("importworkspace", str(folder))
 
     assert output.splitlines() == [
-        "Imported skills: 1 created, 0 updated, 0 skipped; "
-        "eval definitions: 1 created, 0 updated, 0 skipped; "
-        "iterations: 1 created, 0 updated, 0 skipped; runs: 2 created, 0 updated, 0 skipped"
+        "Imported skills: 1 created, 0 updated, 0 unchanged; "
+        "eval definitions: 1 created, 0 updated, 0 unchanged; "
+        "iterations: 1 created, 0 updated, 0 unchanged; runs: 2 created, 0 updated, 0 unchanged"
     ]
 
 
@@ -97,10 +103,13 @@ def test_quickstart_imports_the_sample_and_creates_a_login_once() -> None:
     output = run_command("quickstart", "--no-serve")
 
     assert "Sample workspace: Imported skills: 2 created" in output
+    # A first import: every definition is new, and one shared by several iterations is not
+    # also counted as left unchanged.
+    assert re.search(r"eval definitions: \d+ created, 0 updated, 0 unchanged;", output)
     assert "Log in as 'admin' with password '" in output
     assert get_user_model().objects.get(username="admin").is_superuser
     again = run_command("quickstart", "--no-serve")
-    assert "iterations: 0 created, 0 updated, 6 skipped" in again
+    assert "iterations: 0 created, 0 updated, 6 unchanged" in again
     assert "changepassword admin" in again
 
 
@@ -147,6 +156,89 @@ def test_quickstart_leaves_a_private_env_file_that_later_commands_read(
         )
         assert done.returncode == 0, done.stderr
         assert "Traceback" not in done.stderr and "W040" not in done.stderr
+
+
+@pytest.mark.slow  # a development server in a fresh interpreter
+def test_a_plain_runserver_serves_the_site_after_quickstart(tmp_path: Path, settings) -> None:
+    settings.EVALSITE_ENV_FILE = env_file = tmp_path / ".env"
+    run_command("quickstart", "--no-serve")
+
+    shell = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "EVALSITE_ENV_FILE": str(env_file)}
+    shell["DATABASE_URL"] = f"sqlite:///{tmp_path / 'served.sqlite3'}"
+    manage = [sys.executable, str(Path(django_settings.BASE_DIR) / "manage.py")]
+    subprocess.run([*manage, "migrate", "-v0"], env=shell, check=True, timeout=120)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"],
+        env=shell,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        login = _fetch(f"http://localhost:{port}/accounts/login/", server)
+        assert 'name="password"' in login
+        assert "csrfmiddlewaretoken" in login
+        stylesheet = re.search(r'href="(/static/[^"]+\.css)"', login).group(1)
+        assert "{" in _fetch(f"http://127.0.0.1:{port}{stylesheet}", server)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def _fetch(url: str, server: subprocess.Popen) -> str:
+    """The page's text once the server answers (it takes a few seconds to start)."""
+    for _ in range(120):
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return response.read().decode()
+        except urllib.error.HTTPError as exc:
+            raise AssertionError(f"{url}: {exc.code}\n{exc.read().decode()[:2000]}") from None
+        except OSError:
+            if server.poll() is not None:
+                raise AssertionError(server.stdout.read()) from None
+            time.sleep(0.5)
+    raise AssertionError(f"{url}: no answer")
+
+
+def test_quickstart_completes_an_env_file_it_wrote_before_and_leaves_others_alone(
+    tmp_path: Path,
+) -> None:
+    older = tmp_path / ".env"
+    older.write_text(
+        "# Written by `manage.py quickstart`; read by evalsite/settings.py. Variables set in\n"
+        "# mine\nSECRET_KEY=kept-as-it-was\nANTHROPIC_API_KEY=sk-test\n"
+    )
+
+    assert write_env_file(older, hosts=served_hosts("box.local:9000")) == [
+        "DEBUG",
+        "EVALSITE_STYLED_404",
+        "ALLOWED_HOSTS",
+    ]
+
+    assert read_env_file(older) == {
+        "SECRET_KEY": "kept-as-it-was",
+        "ANTHROPIC_API_KEY": "sk-test",
+        "DEBUG": "1",
+        "EVALSITE_STYLED_404": "1",
+        "ALLOWED_HOSTS": "localhost,127.0.0.1,[::1],box.local",
+    }
+    assert "# mine" in older.read_text()
+    assert write_env_file(older, hosts=served_hosts("8000")) == []
+    foreign = tmp_path / "deployed.env"
+    foreign.write_text("SECRET_KEY=operator\n")
+    assert write_env_file(foreign, hosts=served_hosts("8000")) == []
+    assert foreign.read_text() == "SECRET_KEY=operator\n"
+
+
+def test_quickstart_allows_the_host_it_is_told_to_serve_at() -> None:
+    assert served_hosts("8080") == ["localhost", "127.0.0.1", "[::1]"]
+    assert served_hosts("127.0.0.1:8080") == ["localhost", "127.0.0.1", "[::1]"]
+    assert served_hosts("0:8000")[-1] == "0.0.0.0"
+    assert served_hosts("[::1]:80") == ["localhost", "127.0.0.1", "[::1]"]
+    assert served_hosts("evals.lan:8000")[-1] == "evals.lan"
 
 
 def test_the_env_file_reader_takes_what_shells_write_and_names_a_bad_line(tmp_path: Path) -> None:

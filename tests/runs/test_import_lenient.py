@@ -425,7 +425,7 @@ def test_a_tolerated_iteration_imported_again_is_skipped(tmp_path: Path, capsys)
     call_command("importworkspace", str(folder))
 
     out = capsys.readouterr().out.splitlines()
-    assert "iterations: 0 created, 0 updated, 1 skipped" in out[-1]
+    assert "iterations: 0 created, 0 updated, 1 unchanged" in out[-1]
     assert list(Iteration.objects.values_list("validity_warnings", flat=True)) == before
     assert Run.objects.count() == 8
 

@@ -17,20 +17,73 @@ SAMPLE_WORKSPACE = Path(__file__).resolve().parents[2] / "sample"
 USERNAME = "admin"
 
 
-def write_env_file(path: Path) -> Path | None:
-    """Give the project a `.env` with a generated SECRET_KEY, unless it has one already, so
-    `importworkspace`, `runevals` and the README's cron line work in a new shell. Returns
-    the file when it was written."""
-    if path.exists():
-        return None
-    path.write_text(
-        "# Written by `manage.py quickstart`; read by evalsite/settings.py. Variables set in\n"
-        "# the environment win. Keep this file private: it holds the site's secret key.\n"
-        f"SECRET_KEY={get_random_secret_key()}\n",
-        encoding="utf-8",
+#: The first line of the `.env` quickstart writes: a file it may add its settings to later.
+ENV_HEADER = "# Written by `manage.py quickstart`; read by evalsite/settings.py."
+#: Hosts every local try-out answers to; the one quickstart serves at is added.
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+
+
+def write_env_file(path: Path, *, hosts: list[str]) -> list[str]:
+    """Give the project a `.env` with what a plain `manage.py runserver` needs after
+    quickstart, as quickstart serves the site: a generated SECRET_KEY, development
+    settings (DEBUG, so the development server serves the static files; the site's own
+    404 page) and ALLOWED_HOSTS with `hosts`. A `.env` quickstart wrote earlier gets the
+    settings it lacks (and any new host); one written by anyone else is left as it is.
+    Returns the names of the settings written."""
+    if path.exists() and not path.read_text(encoding="utf-8").startswith(ENV_HEADER):
+        return []
+    present = _pairs(path.read_text(encoding="utf-8")) if path.exists() else {}
+    wanted = {
+        "SECRET_KEY": present.get("SECRET_KEY") or get_random_secret_key(),
+        "DEBUG": present.get("DEBUG", "1"),
+        "EVALSITE_STYLED_404": present.get("EVALSITE_STYLED_404", "1"),
+        "ALLOWED_HOSTS": ",".join(_union(present.get("ALLOWED_HOSTS", ""), hosts)),
+    }
+    written = [key for key, value in wanted.items() if present.get(key) != value]
+    if not written:
+        return []
+    lines = (
+        path.read_text(encoding="utf-8").splitlines()
+        if path.exists()
+        else [
+            f"{ENV_HEADER} Variables set in",
+            "# the environment win. Keep this file private: it holds the site's secret key.",
+            "# DEBUG and the hosts are for trying evalsite out on this machine: a server for",
+            "# others needs its own settings (README, Deploy).",
+        ]
     )
+    for number, line in enumerate(lines):
+        key = line.strip().removeprefix("export ").partition("=")[0].strip()
+        if key in written:
+            lines[number] = f"{key}={wanted[key]}"
+    lines += [f"{key}={wanted[key]}" for key in written if key not in present]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     path.chmod(0o600)
-    return path
+    return written
+
+
+def _pairs(text: str) -> dict[str, str]:
+    """The file's `KEY=value` lines, values as written (so writing them back keeps them);
+    evalsite/settings.py is what reads them for use."""
+    pairs = {}
+    for line in text.splitlines():
+        key, sep, value = line.strip().removeprefix("export ").partition("=")
+        if sep and not key.startswith("#"):
+            pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def _union(listed: str, hosts: list[str]) -> list[str]:
+    names = [host.strip() for host in listed.split(",") if host.strip()]
+    return names + [host for host in hosts if host not in names]
+
+
+def served_hosts(addrport: str) -> list[str]:
+    """The host names a browser may send for runserver's `addrport` ("8080",
+    "0.0.0.0:8080", "[::1]:80", "box.local:8000"): the local ones, and the address given."""
+    host = addrport.rpartition(":")[0]
+    host = "0.0.0.0" if host == "0" else host  # runserver's shorthand
+    return [*LOCAL_HOSTS, *([host] if host and host not in LOCAL_HOSTS else [])]
 
 
 class Command(BaseCommand):
@@ -46,9 +99,14 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, addrport: str, no_serve: bool, **options: object) -> None:
         verbose = options["verbosity"] > 0
-        wrote = write_env_file(settings.EVALSITE_ENV_FILE) if settings.EVALSITE_ENV_FILE else None
-        if wrote and verbose:
-            self.stdout.write(f"Wrote {wrote}: a SECRET_KEY for every later command")
+        hosts = served_hosts(addrport)
+        env_file = settings.EVALSITE_ENV_FILE
+        written = write_env_file(env_file, hosts=hosts) if env_file else []
+        if written and verbose:
+            self.stdout.write(
+                f"Wrote {env_file} ({', '.join(written)}): every later command, and a plain "
+                "`python manage.py runserver`, works as this one"
+            )
         call_command("migrate", interactive=False, verbosity=0)
         try:
             report = import_workspace([SAMPLE_WORKSPACE])
@@ -67,6 +125,8 @@ class Command(BaseCommand):
             self.stdout.write(
                 self.style.WARNING("DEBUG is off; run `DEBUG=1 python manage.py quickstart`.")
             )
+        # This process read its settings before the file had the host it serves at.
+        settings.ALLOWED_HOSTS = _union(",".join(settings.ALLOWED_HOSTS), hosts)
         self.stdout.write(f"Open http://{addrport}/ (Ctrl-C to stop)")
         call_command("runserver", addrport, use_reloader=False)
 
