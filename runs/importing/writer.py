@@ -315,10 +315,24 @@ def label_contexts(iterations: list[Iteration]) -> dict[int, str]:
     for twins in by_label.values():
         if len(twins) < 2:
             continue
-        parents = [PurePosixPath(it.source_path.replace("\\", "/")).parent.name for it in twins]
-        for iteration, parent in zip(twins, parents, strict=True):
-            if parent and parents.count(parent) == 1:
-                contexts[iteration.pk] = parent[:100]
+        # Each source's folders, nearest first: the name at the first level where no twin's
+        # folder has the same (`ws-b` of ws-b/<skill>/iteration-3, beside ws-a/<skill>/…).
+        chains = [
+            PurePosixPath(it.source_path.replace("\\", "/")).parent.parts[::-1][:4]
+            for it in twins
+        ]
+        for iteration, chain in zip(twins, chains, strict=True):
+            others = [other for other in chains if other is not chain]
+            apart = next(
+                (
+                    name
+                    for depth, name in enumerate(chain)
+                    if all(len(other) <= depth or other[depth] != name for other in others)
+                ),
+                "",
+            )
+            if apart and apart != "/":
+                contexts[iteration.pk] = apart[:100]
             elif iteration.generated_at is not None:
                 contexts[iteration.pk] = f"{iteration.generated_at:%Y-%m-%d %H:%M}"
             else:

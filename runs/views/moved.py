@@ -25,7 +25,7 @@ def moved_address(request: HttpRequest, moved: NumberMoved) -> str:
     """The address asked for, with the moved number replaced wherever it names it."""
     match = request.resolver_match
     kwargs = dict(match.kwargs) if match is not None else {}
-    if kwargs.get("number") == moved.old:
+    if "number" in kwargs and str(kwargs["number"]) == str(moved.old):  # the API's are str
         kwargs["number"] = moved.number
     try:
         path = reverse(match.view_name, kwargs=kwargs) if match is not None else request.path
