@@ -232,9 +232,7 @@ def test_a_moved_number_redirects_in_the_api_too(tmp_path: Path, api: Client) ->
     assert api.get(response["Location"]).status_code == 200
 
 
-def test_a_share_link_keeps_showing_the_iteration_it_was_made_for(
-    tmp_path: Path, user
-) -> None:
+def test_a_share_link_keeps_showing_the_iteration_it_was_made_for(tmp_path: Path, user) -> None:
     import_workspace([workspace(tmp_path, "ws-a", [10, 11])])
     created = share_view(creator=user, address=f"{BASE}iterations/2/evals/alpha/")
     visitor = Client()
