@@ -123,13 +123,14 @@ class TestScoreTrend:
         assert trace(figure, "without_skill")["y"] == [0.2, None, 0.4]
         assert band_segments(trace(figure, "without_skill 95% CI")) == [[(1, 0.3), (1, 0.1)]]
 
-    def test_the_x_axis_reads_number_and_label_in_iteration_order(self):
+    def test_the_x_axis_reads_number_and_label_in_the_display_order_given(self):
+        # #10 generated before #2 (older results imported later): shown first, as given.
         points = [point(10, with_skill(0.5, None, None)), point(2, with_skill(0.4, None, None))]
         xaxis = score_trend_figure(points)["layout"]["xaxis"]
         assert xaxis["type"] == "category"
-        assert xaxis["categoryarray"] == [2, 10]
-        assert xaxis["tickvals"] == [2, 10]
-        assert xaxis["ticktext"] == ["#2 label-2", "#10 label-10"]
+        assert xaxis["categoryarray"] == [10, 2]
+        assert xaxis["tickvals"] == [10, 2]
+        assert xaxis["ticktext"] == ["#10 label-10", "#2 label-2"]
 
     def test_hovering_shows_the_iteration_and_the_score_with_its_interval(self):
         line = trace(score_trend_figure(THREE_ITERATIONS), "with_skill")
