@@ -10,7 +10,7 @@ import hashlib
 import secrets
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from django.conf import settings
 from django.db import models
@@ -188,21 +188,31 @@ class ShareLink(Secret):
         return self.covers(match.url_name, match.kwargs, query)
 
     def follow(self, *, trigger: bool, old: int, new: int) -> None:
-        """Point the link at number `new` where it names `old`: the results it was made for
-        answer to `new` now (a trigger iteration's number when `trigger`, else an
-        iteration's), so the link keeps opening them."""
-        keys = self.SCOPE_KEYS[self.Kind(self.kind)]
-        if "number" not in keys or (self.kind == self.Kind.TRIGGER) != trigger:
-            return
-        if str(self.scope.get("number")) != str(old):
+        """Point the link at number `new` wherever it names `old` (in its scope, or as a
+        comparison's `a`/`b`): the results it was made for answer to `new` now. `trigger`
+        says whose number it is, a trigger iteration's or an iteration's."""
+        if (self.kind in self.TRIGGER_VIEWS) != trigger:
             return
         parts = urlsplit(self.path)
         match = resolve(unquote(parts.path))
-        self.scope = {**self.scope, "number": str(new)}
-        self.path = reverse(match.view_name, kwargs={**match.kwargs, "number": new}) + (
-            f"?{parts.query}" if parts.query else ""
-        )
-        self.save(update_fields=["scope", "path"])
+        if self.kind in self.COMPARISONS:
+            pairs = [
+                (key, str(new) if key in ("a", "b") and value == str(old) else value)
+                for key, value in parse_qsl(self.query, keep_blank_values=True)
+            ]
+            if urlencode(pairs) == self.query:
+                return
+            self.query = urlencode(pairs)
+            self.path = f"{parts.path}?{self.query}"
+        elif str(self.scope.get("number")) == str(old):
+            self.scope = {**self.scope, "number": str(new)}
+            kwargs = {**match.kwargs, "number": new}
+            self.path = reverse(match.view_name, kwargs=kwargs) + (
+                f"?{parts.query}" if parts.query else ""
+            )
+        else:
+            return
+        self.save(update_fields=["scope", "query", "path"])
 
     @property
     def compare_query(self) -> dict[str, str]:

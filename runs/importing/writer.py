@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from pathlib import PurePosixPath
 
+from django.db.models import Max
 from django.utils import timezone
 
 from runs.changes import Imported, changed
@@ -189,7 +190,11 @@ class Writer:
             number = IssuedNumber.objects.issue(
                 Iteration, skill=skill, source_key=parsed.source_key, label=parsed.label
             )
-            iteration = Iteration.objects.create(skill=skill, number=number, **fields)
+            # Last until reorder() places it by generation time, at the end of the import.
+            last = skill.iterations.aggregate(n=Max("position"))["n"] or 0
+            iteration = Iteration.objects.create(
+                skill=skill, number=number, position=last + 1, **fields
+            )
             self.report.count("iterations", "created")
         else:
             iteration = existing
@@ -318,8 +323,7 @@ def label_contexts(iterations: list[Iteration]) -> dict[int, str]:
         # Each source's folders, nearest first: the name at the first level where no twin's
         # folder has the same (`ws-b` of ws-b/<skill>/iteration-3, beside ws-a/<skill>/…).
         chains = [
-            PurePosixPath(it.source_path.replace("\\", "/")).parent.parts[::-1][:4]
-            for it in twins
+            PurePosixPath(it.source_path.replace("\\", "/")).parent.parts[::-1][:4] for it in twins
         ]
         for iteration, chain in zip(twins, chains, strict=True):
             others = [other for other in chains if other is not chain]

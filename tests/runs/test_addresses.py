@@ -291,3 +291,19 @@ def test_the_migration_keeps_every_number_and_fills_order_and_ledger() -> None:
         ("iteration", 3, "iteration-2@ws-a"),
         ("trigger", 4, "t.json"),
     ]
+
+
+def test_a_shared_comparison_follows_a_moved_number(tmp_path: Path, user) -> None:
+    moved_skill(tmp_path)
+    Iteration.objects.filter(skill__name=SKILL, number=7).update(number=2)  # made before…
+    created = share_view(creator=user, address=f"{BASE}compare/?a=1&b=2")
+    visitor = Client()
+    assert visitor.get(reverse("share", args=[created.secret])).status_code == 302
+    Iteration.objects.filter(skill__name=SKILL, number=2).update(number=7)  # …the move
+
+    moved = visitor.get(f"{BASE}compare/?a=1&b=2")
+
+    assert moved.status_code == 301 and moved["Location"] == f"{BASE}compare/?a=1&b=7"
+    assert visitor.get(moved["Location"]).status_code == 200
+    again = Client().get(reverse("share", args=[created.secret]))
+    assert again["Location"] == f"{BASE}compare/?a=1&b=7"
