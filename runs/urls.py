@@ -4,6 +4,7 @@ from django.urls import path
 
 from .views.compare import compare_page
 from .views.eval import eval_page, run_diff
+from .views.history import eval_history_page
 from .views.iteration import benchmark_json, cell_page, iteration_list, iteration_page
 from .views.overview import overview
 from .views.run import conversation_fragment, event_result, run_page
@@ -19,6 +20,7 @@ urlpatterns = [
     path("", overview, name="overview"),
     path("skills/<str:skill>/", skill_page, name="skill"),
     path("skills/<str:skill>/compare/", compare_page, name="compare"),
+    path("skills/<str:skill>/evals/<str:eval_id>/", eval_history_page, name="eval_history"),
     path("skills/<str:skill>/triggers/<int:number>/", trigger_page, name="trigger"),
     path("skills/<str:skill>/triggers/compare/", trigger_compare_page, name="trigger-compare"),
     path(iteration, iteration_page, name="iteration"),

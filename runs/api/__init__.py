@@ -1,6 +1,7 @@
 """The JSON API's results side: one router made of a module per resource.
 
-`results` (skills, iterations, trends, benchmarks, comparisons), `runs`, `imports` and
+`results` (skills, iterations, trends, benchmarks, comparisons), `history` (an eval
+across iterations), `runs`, `imports` and
 `triggers` (trigger evals);
 the response schemas, which read the models' and statistics' attributes, in `schemas`.
 Each operation names its `operation_id` as it was when this was one module, so clients
@@ -11,8 +12,8 @@ from __future__ import annotations
 
 from ninja import Router
 
-from . import imports, results, runs, triggers
+from . import history, imports, results, runs, triggers
 
 router = Router()
-for part in (results.router, runs.router, imports.router, triggers.router):
+for part in (results.router, history.router, runs.router, imports.router, triggers.router):
     router.add_router("", part)

@@ -80,9 +80,13 @@ def _chosen_runs(
         raise Http404(f"Choose two runs to compare ({errors}).")
     (ca, ra), (cb, rb) = form.cleaned_data["a"], form.cleaned_data["b"]
     other = form.cleaned_data["ib"] or iteration.number
-    if other != iteration.number and getattr(request, "share_link", None) is not None:
-        # A share link opens this iteration's views only, never another iteration's run.
-        raise Http404("A shared view compares runs of its own iteration only.")
+    link = getattr(request, "share_link", None)
+    if other != iteration.number and link is not None:
+        # The other iteration's run must lie inside the share too: a skill's link opens
+        # every iteration of the skill, an iteration's or an eval's link only its own.
+        other_eval = {"skill": skill, "number": other, "eval_id": eval_id}
+        if not link.covers("eval", other_eval, {}):
+            raise Http404("A shared view compares runs of its own iteration only.")
     left = Run.objects.get_by_address_or_404(skill, iteration.number, eval_id, ca, ra)
     right = Run.objects.get_by_address_or_404(skill, other, eval_id, cb, rb)
     return left, right
