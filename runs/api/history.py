@@ -15,7 +15,8 @@ from accounts.auth import READ_AUTH
 
 from ..models import Skill
 from ..names import address, findable
-from ..reading.history import EvalHistory, eval_history
+from ..reading.history import EvalHistory
+from ..reading.history import eval_history as read_history
 from .schemas import IntervalOut
 
 router = Router(tags=["results"], auth=READ_AUTH)
@@ -151,9 +152,9 @@ class EvalHistoryOut(Schema):
     "definition changes",
     operation_id="runs_api_eval_history",
 )
-def history(request: HttpRequest, skill: str, eval_id: str) -> EvalHistory:
+def eval_history(request: HttpRequest, skill: str, eval_id: str) -> EvalHistory:
     found = Skill.objects.get_by_name_or_404(skill)
-    result = eval_history(found, eval_id) if findable(eval_id) else None
+    result = read_history(found, eval_id) if findable(eval_id) else None
     if result is None:
         raise Http404(f"No iteration of {found.name} ran an eval “{eval_id}”.")
     return result

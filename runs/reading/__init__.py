@@ -7,7 +7,9 @@ One module per page family, named for its pages in `runs/urls.py`:
 - `iteration`: the iteration page's matrix and assertion lists, and a matrix cell's runs;
 - `benchmark`: an iteration's benchmark.json (also the API and `manage.py benchmark`);
 - `compare`: two iterations, or two conditions, side by side (also runevals' report);
-- `eval`: two runs of an eval diffed side by side;
+- `eval`: an eval's runs by condition (the first few of each), and two runs diffed side by side;
+- `history`: one eval across every iteration of its skill (also the API), and the eval
+  page's summary;
 - `transcript`: a run's transcript as the run page and its fragments show it.
 
 What several pages share:

@@ -155,8 +155,9 @@ class EvalSummary:
     """One iteration's runs of one eval: per condition and per assertion (the eval page)."""
 
     conditions: list[ConditionScore]
-    #: Assertion ids in order, each with its cell per condition name.
-    assertions: list[tuple[str, dict[str, AssertionCell]]]
+    #: Assertion ids in order, each with its cell per condition of `conditions` (None
+    #: where that condition's runs were not graded on it).
+    assertions: list[tuple[str, list[AssertionCell | None]]]
     delta: stats.Estimate | None
     treatment: str | None
     control: str | None
@@ -301,6 +302,7 @@ def eval_summary(runs: Sequence[Run]) -> EvalSummary:
                 {
                     "eval_id": run.eval_id,
                     "condition": run.condition.name,
+                    "run_index": run.run_index,
                     "assertion_id": result.assertion_id,
                     "passed": result.effective_passed,
                 }
@@ -317,7 +319,10 @@ def eval_summary(runs: Sequence[Run]) -> EvalSummary:
     order = list(dict.fromkeys(o["assertion_id"] for o in outcomes))
     return EvalSummary(
         conditions=scores,
-        assertions=[(assertion_id, cells[assertion_id]) for assertion_id in order],
+        assertions=[
+            (assertion_id, [cells[assertion_id].get(c.name) for c in scores])
+            for assertion_id in order
+        ],
         delta=_delta(rows, treatment, control),
         treatment=treatment.name if treatment else None,
         control=control.name if control else None,

@@ -1,15 +1,25 @@
-"""An eval's page (its runs by condition) and two of its runs diffed side by side."""
+"""An eval's page (its summary and runs by condition) and two of its runs diffed side by side."""
 
 from __future__ import annotations
 
 from django import forms
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_GET
 
 from ..models import Iteration, Run
 from ..names import findable
-from ..reading.eval import side_by_side
+from ..reading.eval import RUNS_FIRST, eval_runs, side_by_side
+
+
+class EvalRunsForm(forms.Form):
+    """`runs=all` shows every run of each condition; by default the first RUNS_FIRST."""
+
+    runs = forms.ChoiceField(required=False, choices=[("", "first runs"), ("all", "all runs")])
+
+    def show_all(self) -> bool:
+        return self.is_valid() and self.cleaned_data["runs"] == "all"
 
 
 @require_GET
@@ -19,12 +29,18 @@ def eval_page(request: HttpRequest, skill: str, number: int, eval_id: str) -> Ht
         raise Http404(
             f"Iteration #{iteration.number} of {iteration.skill.name} has no eval “{eval_id}”."
         )
+    show_all = EvalRunsForm(request.GET).show_all()
     context = {
         "skill": iteration.skill,
         "iteration": iteration,
         "eval_id": eval_id,
         "eval_name": iteration.eval_name(eval_id),
-        "runs": iteration.runs.for_eval_page(eval_id),
+        "show_all": show_all,
+        "runs_first": RUNS_FIRST,
+        # Read when first used: a cached page reads none of it.
+        "page": SimpleLazyObject(
+            lambda: eval_runs(iteration, eval_id, limit=None if show_all else RUNS_FIRST)
+        ),
     }
     return render(request, "runs/eval.html", context)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import re
 from html import unescape
-from urllib.parse import parse_qs, urlsplit
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.db import connection
@@ -18,6 +18,7 @@ from accounts.sharing import share_view
 from bench.generate import generate_workspace, skill_names
 from runs.importing import import_workspace
 from runs.models import Iteration, Run, Skill
+from runs.reading.eval import RUNS_FIRST
 from tests.factories import eval_magic_iteration
 
 pytestmark = pytest.mark.django_db
@@ -258,3 +259,41 @@ def test_the_history_asks_a_fixed_number_of_queries(client: Client, api: Client,
         )
 
     assert counts[0] == counts[1]
+
+
+def test_the_eval_page_summarises_each_condition_and_assertion(client: Client, history) -> None:
+    html = page(client, f"/skills/{SKILL}/iterations/{number_of('iteration-1')}/evals/alpha/")
+    summary = html[html.index('class="eval-summary"') : html.index('class="definition"')]
+
+    assert "0.50 to 0.50" in summary  # with_skill: 2 runs of 0.5
+    assert "1 run: no interval" in summary  # without_skill
+    assert '<span class="pass-count">2/2</span> <span class="muted small">passed' in summary
+    assert '<span class="fail-count">0/1</span> <span class="muted small">failed' in summary
+
+
+def test_the_eval_page_shows_the_first_runs_of_each_condition_and_the_rest_on_request(
+    client: Client, tmp_path: Path
+) -> None:
+    eval_magic_iteration(
+        tmp_path,
+        skill=SKILL,
+        cells={
+            ("alpha", c): [{"a1": i % 2 == 0} for i in range(10)]
+            for c in ("with_skill", "without_skill")
+        },
+    )
+    import_workspace([tmp_path])
+    url = f"/skills/{SKILL}/iterations/1/evals/alpha/"
+
+    first = page(client, url)
+    assert first.count('<article class="run"') == 2 * RUNS_FIRST
+    assert "7 more runs of with_skill" in first
+    assert 'href="/skills/demo-skill/iterations/1/evals/alpha/with_skill/10/"' in first
+    assert 'href="?runs=all#runs"' in first
+    assert "10/20" not in first and "5/10" in first  # the summary counts every run
+
+    every = page(client, url + "?runs=all")
+    assert every.count('<article class="run"') == 20
+    assert "more runs of" not in every
+    # Both selects of the diff form offer every run whatever is shown.
+    assert first.count('value="with_skill/10"') == every.count('value="with_skill/10"') == 2
