@@ -14,6 +14,7 @@ eval page has loaded already.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -139,15 +140,21 @@ class EvalHistory:
     #: Every assertion id any iteration graded, in the order the definitions list them.
     assertion_ids: list[str]
 
-    @property
+    @functools.cached_property
     def present(self) -> list[HistoryRow]:
+        """The iterations that ran the eval, newest first."""
         return [row for row in self.rows if row.present]
 
-    @property
+    @functools.cached_property
     def roles(self) -> list[str]:
         """The roles whose assertion counts the page shows: treatment, control where run."""
         seen = {role for row in self.rows for role in row.assertions}
         return [role for role in (Role.TREATMENT, Role.CONTROL) if role in seen]
+
+    @property
+    def both_roles(self) -> bool:
+        """Whether the assertion counts name their role (T, C): both roles ran."""
+        return len(self.roles) > 1
 
 
 @dataclass(frozen=True)
@@ -274,6 +281,18 @@ def eval_history(skill: Skill, eval_id: str) -> EvalHistory | None:
             for assertion_id in history.assertion_ids
         ]
     return history
+
+
+def eval_name(skill: Skill, eval_id: str) -> str:
+    """What a person reads for the skill's eval: its latest definition's name, else the id."""
+    name = (
+        EvalCase.objects.filter(skill=skill, eval_id=eval_id)
+        .exclude(name="")
+        .order_by("-created_at")
+        .values_list("name", flat=True)
+        .first()
+    )
+    return name or eval_id
 
 
 def eval_summary(runs: Sequence[Run]) -> EvalSummary:

@@ -102,7 +102,7 @@ def _chosen_runs(
         # every iteration of the skill, an iteration's or an eval's link only its own.
         other_eval = {"skill": skill, "number": other, "eval_id": eval_id}
         if not link.covers("eval", other_eval, {}):
-            raise Http404("A shared view compares runs of its own iteration only.")
+            raise Http404(f"This shared view does not open iteration #{other}.")
     left = Run.objects.get_by_address_or_404(skill, iteration.number, eval_id, ca, ra)
     right = Run.objects.get_by_address_or_404(skill, other, eval_id, cb, rb)
     return left, right

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET
 
 from ..models import Run, Skill
 from ..names import findable
-from ..reading.history import eval_history
+from ..reading.history import eval_history, eval_name
 
 
 @require_GET
@@ -23,6 +23,8 @@ def eval_history_page(request: HttpRequest, skill: str, eval_id: str) -> HttpRes
     context = {
         "skill": found,
         "eval_id": eval_id,
+        # Outside the cached region (title, crumbs): one query, not the whole history.
+        "eval_name": eval_name(found, eval_id),
         "history": SimpleLazyObject(lambda: eval_history(found, eval_id)),
     }
     return render(request, "runs/eval_history.html", context)

@@ -210,6 +210,19 @@ def test_a_skill_share_link_opens_the_history_and_an_eval_link_does_not(user, hi
     assert HISTORY not in page(other, f"/skills/{SKILL}/iterations/{third}/evals/alpha/")
 
 
+def test_an_iteration_share_link_diffs_no_run_of_another_iteration(user, history) -> None:
+    first, third = number_of("iteration-1"), number_of("iteration-3")
+    link = share_view(creator=user, address=f"/skills/{SKILL}/iterations/{first}/")
+    visitor = Client()
+    assert visitor.get(reverse("share", args=[link.secret])).status_code == 302
+    diff = f"/skills/{SKILL}/iterations/{first}/evals/alpha/diff/?a=with_skill/1&b=with_skill/1"
+
+    assert visitor.get(diff).status_code == 200
+    refused = visitor.get(f"{diff}&ib={third}")
+    assert refused.status_code == 404
+    assert f"does not open iteration #{third}" in refused.content.decode()
+
+
 def test_the_api_returns_the_same_history(api: Client, history) -> None:
     response = api.get(f"/api/skills/{SKILL}/evals/alpha/history")
 
