@@ -115,7 +115,7 @@ def test_each_row_has_scores_with_intervals_delta_and_links(client: Client, hist
     # with_skill: two runs at 0.5 (an interval of zero width: both runs agree); without: one.
     assert "0.50" in row and "0.50 to 0.50" in row
     assert "1 run: no interval" in row
-    assert "0/2 graded runs passed every assertion" in row
+    assert "0/2 runs passed all" in row
     # The delta treatment − control, with too few control runs for an interval.
     assert "<td>0.00<div" in row
     assert "needs 2 runs a side for an interval" in row
