@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-from ..models import Iteration, Run
+from ..models import EvalCase, Iteration, Run
 from .history import EvalSummary, eval_summary
 
 #: Runs of each condition the eval page shows before "show all": a 20-run eval was a page
@@ -82,7 +82,8 @@ class EvalRuns:
         return any(len(column.shown) + len(column.hidden) > RUNS_FIRST for column in self.columns)
 
     @property
-    def definition(self) -> object:
+    def definition(self) -> EvalCase | None:
+        """The definition the page shows: its first run's."""
         return self.runs[0].eval_case if self.runs else None
 
 

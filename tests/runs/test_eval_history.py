@@ -243,6 +243,17 @@ def test_the_api_returns_the_same_history(api: Client, history) -> None:
     assert missing.status_code == 404 and "nope" in missing.json()["detail"]
 
 
+def test_the_history_operation_is_in_the_api_document() -> None:
+    from evalsite.api import api
+
+    paths = api.get_openapi_schema(path_prefix="/api")["paths"]
+    operation = paths["/api/skills/{skill}/evals/{eval_id}/history"]["get"]
+
+    assert operation["operationId"] == "runs_api_eval_history"
+    schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    assert schema["$ref"].endswith("/EvalHistoryOut")
+
+
 def queries(client: Client, url: str) -> int:
     with CaptureQueriesContext(connection) as captured:
         response = client.get(url)
