@@ -250,7 +250,7 @@ def test_the_history_operation_is_in_the_api_document() -> None:
     operation = paths["/api/skills/{skill}/evals/{eval_id}/history"]["get"]
 
     assert operation["operationId"] == "runs_api_eval_history"
-    schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    schema = operation["responses"][200]["content"]["application/json"]["schema"]
     assert schema["$ref"].endswith("/EvalHistoryOut")
 
 
