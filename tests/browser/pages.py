@@ -40,6 +40,7 @@ PAGES: dict[str, str] = {
     "cell": f"{ITERATION}cells/order-dependent-cache/with_skill/",
     "compare": f"{SKILL}compare/?a=2&b=3",
     "eval": EVAL,
+    "eval-history": f"{SKILL}evals/timezone-boundary-flake/",
     "diff": f"{EVAL}diff/?a=with_skill/1&b=without_skill/1",
     "run": f"{EVAL}with_skill/1/",
     "skill-creator-eval": f"{OTHER_SKILL}iterations/2/evals/0/",
@@ -62,7 +63,7 @@ ANONYMOUS_PAGES: dict[str, str] = {
     "share-link-invalid": "/s/not-a-share-link/",
 }
 #: Pages a share link of the skill SKILL (or TRIGGER_SKILL) opens, as its visitor sees them.
-SHARED_PAGES = ("skill", "iteration", "compare", "eval", "diff", "run", "trigger")
+SHARED_PAGES = ("skill", "iteration", "compare", "eval", "eval-history", "diff", "run", "trigger")
 #: The pages the README shows; docs/ holds reduced copies of their window-sized shots.
 DOCS_PAGES = ("overview", "skill", "iteration", "compare", "eval")
 
