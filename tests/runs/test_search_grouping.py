@@ -101,6 +101,9 @@ def test_the_page_shows_the_group_its_counts_in_words_and_its_runs(
     # The single result keeps its run link and says its outcome in words.
     single = html[: html.index('<li class="hit hit-group">')]
     assert "/evals/beta/with_skill/1/" in single and "✓ passed" in single
+    # Each result links to its eval's history across iterations.
+    assert 'class="history-link small" href="/skills/demo-skill/evals/alpha/"' in group
+    assert 'class="history-link small" href="/skills/demo-skill/evals/beta/"' in single
 
 
 def test_a_group_cut_by_the_page_says_so(client: Client, workspace: None, monkeypatch) -> None:
