@@ -228,16 +228,49 @@ class IterationProfile:
     mode: str | None = None
 
 
+@dataclass(frozen=True)
+class SettingDifference:
+    """A setting of the run (agent model, judge model, harness, mode) that differs."""
+
+    setting: str
+    before: str
+    after: str
+
+    def __str__(self) -> str:
+        return f"{self.setting} {self.before} → {self.after}"
+
+
+def setting_differences(
+    before: IterationProfile, after: IterationProfile
+) -> list[SettingDifference]:
+    """Return the settings that differ: agent model, judge model, harness, mode, in that order.
+
+    Settings unknown on either side (None) are not compared.
+    """
+    return [
+        SettingDifference(name, x, y)
+        for name, x, y in (
+            ("agent model", before.agent_model, after.agent_model),
+            ("judge model", before.judge_model, after.judge_model),
+            ("harness", before.harness, after.harness),
+            ("mode", before.mode, after.mode),
+        )
+        if x is not None and y is not None and x != y
+    ]
+
+
 def _names(items: Collection[str]) -> str:
     return ", ".join(sorted(items))
 
 
-def comparison_warnings(before: IterationProfile, after: IterationProfile) -> list[str]:
+def comparison_warnings(
+    before: IterationProfile, after: IterationProfile, *, settings: bool = True
+) -> list[str]:
     """Return one sentence per way the two iterations differ beyond their results.
 
     Covers evals present on one side only, changed eval definitions (fingerprints), changed
-    assertion id sets, and differing agent model, judge model, harness or mode. Settings
-    unknown on either side (None) are not compared.
+    assertion id sets, and (unless `settings` is False: the compare page's headline names
+    them) differing agent model, judge model, harness or mode; see `setting_differences`.
     """
     warnings: list[str] = []
     a, b = before.label, after.label
@@ -261,12 +294,10 @@ def comparison_warnings(before: IterationProfile, after: IterationProfile) -> li
         parts = [f"added {_names(new - old)}"] if new - old else []
         parts += [f"removed {_names(old - new)}"] if old - new else []
         warnings.append(f"Assertions of {eval_id} changed: {'; '.join(parts)}.")
-    for name, x, y in (
-        ("Agent model", before.agent_model, after.agent_model),
-        ("Judge model", before.judge_model, after.judge_model),
-        ("Harness", before.harness, after.harness),
-        ("Mode", before.mode, after.mode),
-    ):
-        if x is not None and y is not None and x != y:
-            warnings.append(f"{name} differs: {x} in {a}, {y} in {b}.")
+    if settings:
+        for difference in setting_differences(before, after):
+            name = difference.setting.capitalize()
+            warnings.append(
+                f"{name} differs: {difference.before} in {a}, {difference.after} in {b}."
+            )
     return warnings

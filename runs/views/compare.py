@@ -1,4 +1,5 @@
-"""The compare page: the two sides chosen in the query string, or the latest two."""
+"""The compare page: the two sides chosen in the query string, or the latest two; its
+per-eval table sorted, filtered and cut through the query string too."""
 
 from __future__ import annotations
 
@@ -8,9 +9,18 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
 
 from ..models import Iteration, Skill
-from ..reading.compare import compare, condition_names
+from ..reading.compare import (
+    COMPARE_FIRST_ROWS,
+    DIRECTIONS,
+    SORT_KEYS,
+    compare,
+    compare_table,
+    condition_names,
+)
+from .htmx import wants_fragment
 
 
 class CompareForm(forms.Form):
@@ -20,23 +30,50 @@ class CompareForm(forms.Form):
     cb = forms.CharField(required=False)
 
 
+class CompareTableForm(forms.Form):
+    """How the per-eval table is shown: sorted, filtered by direction, all rows or the first."""
+
+    sort = forms.ChoiceField(
+        required=False, choices=[(k, k) for key in SORT_KEYS for k in (key, f"-{key}")]
+    )
+    show = forms.ChoiceField(required=False, choices=[(d, d) for d in DIRECTIONS])
+    rows = forms.ChoiceField(required=False, choices=[("all", "all rows")])
+
+    def state(self) -> dict[str, object]:
+        """compare_table's keywords as asked; the defaults when the query is not valid."""
+        if not self.is_valid():
+            return {"sort": "eval", "show": "", "limit": COMPARE_FIRST_ROWS}
+        data = self.cleaned_data
+        limit = None if data["rows"] == "all" else COMPARE_FIRST_ROWS
+        return {"sort": data["sort"] or "eval", "show": data["show"], "limit": limit}
+
+
 @require_GET
+@vary_on_headers("HX-Request")
 def compare_page(request: HttpRequest, skill: str) -> HttpResponse:
     found = Skill.objects.get_by_name_or_404(skill)
     form = CompareForm(request.GET or None)
-    comparison = None
+    comparison = table = None
+    state = CompareTableForm(request.GET).state()
     if form.is_bound and form.is_valid():
         comparison = _comparison(found, **form.cleaned_data)
+        table = SimpleLazyObject(lambda: compare_table(comparison, **state))
     elif not form.is_bound and (latest := _latest_two(found)):
         return redirect(latest)
+    template_name = "runs/compare.html"
+    if comparison is not None and wants_fragment(request):
+        template_name += "#compare-table"
     context = {
         "skill": found,
         "iterations": Iteration.objects.filter(skill=found).light().in_display_order(),
         "conditions": SimpleLazyObject(lambda: condition_names(found)),
         "form": form,
         "comparison": comparison,
+        "table": table,
+        "sort": state["sort"],
+        "directions": DIRECTIONS,
     }
-    return render(request, "runs/compare.html", context)
+    return render(request, template_name, context)
 
 
 def _latest_two(skill: Skill) -> str:

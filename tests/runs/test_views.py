@@ -219,7 +219,7 @@ def test_the_compare_page_highlights_flips_and_absent_evals(client: Client, samp
     html = page(client, f"{SKILL}compare/?a=1&b=3")
 
     assert "Assertions that flipped" in html
-    assert 'class="regressed"' in html or 'class="improved"' in html
+    assert "▲ fixed" in html or "▼ broke" in html  # a mark and a word, not colour alone
     assert '<select name="a">' in html
 
 
@@ -292,7 +292,7 @@ def test_the_compare_page_without_a_choice_opens_the_latest_against_the_one_befo
     assert response["Location"].endswith("/skills/taming-flaky-tests/compare/?a=3&b=4")
     html = page(client, response["Location"])
     assert '<option value="3" selected>' in html and '<option value="4" selected>' in html
-    assert "Change (95% CI)" in html  # the comparison itself, not an empty form
+    assert 'id="treatment-change"' in html  # the comparison itself, not an empty form
 
 
 def test_comparing_two_conditions_names_each_once(client: Client, sample) -> None:
@@ -403,6 +403,6 @@ def test_error_pages_are_styled_and_offer_no_share_button(client: Client, sample
 
 def test_comparing_two_iterations_names_their_conditions_once(client: Client, sample) -> None:
     html = page(client, f"{SKILL}compare/?a=2&b=3")
-    verdict = html.split('class="verdict">')[1].split("</p>")[0]
-    assert verdict.count("with_skill vs without_skill") == 1
-    assert verdict.startswith("#2 → #3")
+    verdict = html.split('id="delta-change">')[1].split("</p>")[0]
+    assert verdict.count("with_skill − without_skill") == 2  # once a side, with its delta
+    assert "Change of the treatment − control delta, #2" in verdict
