@@ -131,6 +131,9 @@ class ShareLink(Secret):
     }
     #: Kinds that open one view with one query string, nothing beneath it.
     COMPARISONS = (Kind.COMPARE, Kind.TRIGGER_COMPARE)
+    #: Query keys that only arrange a comparison (its table's order, filter, all rows): a
+    #: shared comparison can be sorted and filtered, never turned into another comparison.
+    ARRANGING_KEYS = frozenset({"sort", "show", "rows"})
     #: The trigger-eval views. Their `number` is a trigger iteration's, not an iteration's:
     #: an iteration link to #3 must not open trigger iteration #3 of its skill.
     TRIGGER_VIEWS = frozenset({Kind.TRIGGER.value, Kind.TRIGGER_COMPARE.value})
@@ -161,7 +164,9 @@ class ShareLink(Secret):
         if any(str(kwargs.get(key)) != str(self.scope.get(key)) for key in keys):
             return False
         if self.kind in self.COMPARISONS:
-            return url_name == self.kind and dict(query) == self.compare_query
+            asked = {k: v for k, v in query.items() if k not in self.ARRANGING_KEYS}
+            shared = {k: v for k, v in self.compare_query.items() if k not in self.ARRANGING_KEYS}
+            return url_name == self.kind and asked == shared
         if self.kind == self.Kind.SKILL:
             return True
         if self.kind == self.Kind.TRIGGER:

@@ -246,13 +246,39 @@ class FlipOut(Schema):
         return str(flip.role)
 
 
+class HeadlineChangeOut(Schema):
+    """One sentence of the compare headline and its figures (`stats.HeadlineChange`).
+
+    `change` is null where nothing was computed (no shared eval, or two deltas that measure
+    different things); its interval is null where none can be computed, `no_interval` why.
+    """
+
+    sentence: str
+    change: DeltaOut | None = Field(alias="delta")
+    no_interval: str
+
+
+class SettingDifferenceOut(Schema):
+    setting: str
+    before: str
+    after: str
+
+
 class CompareOut(Schema):
     # Reads a `reading.compare.Comparison`: the two iterations and `stats.IterationComparison`.
     before: int = Field(alias="before.number")
     after: int = Field(alias="after.number")
     before_label: str = Field(alias="result.before_label")
     after_label: str = Field(alias="result.after_label")
+    #: The treatment's change (or, for two conditions, the second's against the first).
     verdict: str
+    #: The change of the treatment − control delta, first on the page; null for two conditions.
+    delta_change_verdict: HeadlineChangeOut | None = Field(alias="headline.delta_change")
+    treatment_change_verdict: HeadlineChangeOut = Field(alias="headline.treatment_change")
+    #: Agent model, judge model, harness or mode where the two iterations differ.
+    differences: list[SettingDifferenceOut] = Field(alias="headline.differences")
+    #: The paired statistics as computed (a zero-width interval included): the verdicts above
+    #: say what can be concluded from them.
     treatment_change: DeltaOut | None = Field(alias="result.treatment_change")
     delta_change: DeltaOut | None = Field(alias="result.delta_change")
     warnings: list[str]
