@@ -253,18 +253,20 @@ def _direction(change: stats.EvalChange) -> Direction:
 def _first_runs(side: stats.IterationRuns) -> dict[str, str]:
     """eval id → "<treatment>/<lowest run index>" of the side's treatment runs."""
     first: dict[str, int] = {}
-    for run in stats.as_run_samples(side.runs):
-        if run.condition == side.treatment:
-            first[run.eval_id] = min(first.get(run.eval_id, run.run_index), run.run_index)
+    for run in side.runs:  # `run_samples` rows: plain dicts, read as they come
+        if run["condition"] == side.treatment:
+            eval_id, index = run["eval_id"], run["run_index"]
+            first[eval_id] = min(first.get(eval_id, index), index)
     return {eval_id: f"{side.treatment}/{index}" for eval_id, index in first.items()}
 
 
 def _verdict_runs(side: stats.IterationRuns) -> dict[tuple[str, str, str, bool], int]:
     """(eval, condition, assertion, passed) → the lowest run index with that verdict."""
     runs: dict[tuple[str, str, str, bool], int] = {}
-    for o in stats.as_assertion_outcomes(side.outcomes):
-        key = (o.eval_id, o.condition, o.assertion_id, bool(o.passed))
-        runs[key] = min(runs.get(key, o.run_index), o.run_index)
+    for o in side.outcomes:  # `assertion_outcomes` rows: thousands, so no conversion
+        key = (o["eval_id"], o["condition"], o["assertion_id"], bool(o["passed"]))
+        index = o["run_index"]
+        runs[key] = min(runs.get(key, index), index)
     return runs
 
 
