@@ -96,6 +96,16 @@ def test_a_shared_comparison_offers_no_form_to_choose_another(user, sample) -> N
     assert "Per eval" in html
 
 
+def test_a_shared_comparison_can_be_sorted_and_filtered_but_not_changed(user, sample) -> None:
+    shared = f"/skills/{SKILL}/compare/?a=2&b=3"
+    visitor, _ = opened(user, shared)
+    html = visitor.get(shared).content.decode()
+    assert 'href="?a=2&amp;b=3&amp;sort=-change"' in html  # the sort links are offered
+    sorted_view = visitor.get(f"{shared}&sort=-change&show=improved&rows=all")
+    assert sorted_view.status_code == 200
+    assert visitor.get(f"/skills/{SKILL}/compare/?a=1&b=3&sort=-change").status_code == 302
+
+
 def test_copy_link_in_a_shared_view_copies_a_share_link_to_the_page_shown(user, sample) -> None:
     visitor, share_url = opened(user, ITERATION)
     html = visitor.get(EVAL).content.decode()

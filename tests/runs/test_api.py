@@ -107,8 +107,30 @@ def test_runs_come_with_gradings_and_one_run_with_its_conversation(api: Client, 
 def test_a_comparison_has_its_verdict_and_badges(api: Client, sample) -> None:
     body = get(api, f"/api/skills/{SKILL}/compare?a=3&b=4")
     assert (body["before"], body["after"]) == (3, 4)
-    assert body["verdict"]
+    assert body["verdict"] == body["treatment_change_verdict"]["sentence"]
     assert all("eval_id" in e for e in body["evals"])
+
+
+def test_a_comparison_returns_the_headline_with_its_reasons(api: Client, sample) -> None:
+    # #3 is a new-skill iteration and #4 a revision: their deltas get no verdict.
+    unlike = get(api, f"/api/skills/{SKILL}/compare?a=3&b=4")
+    assert unlike["delta_change_verdict"]["change"] is None
+    assert "measure different things" in unlike["delta_change_verdict"]["sentence"]
+    assert unlike["differences"] == [
+        {"setting": "mode", "before": "new-skill", "after": "revision"}
+    ]
+    # Every eval's treatment score is the same in both: no zero-width interval.
+    treatment = unlike["treatment_change_verdict"]
+    assert treatment["change"]["interval"] is None
+    assert treatment["no_interval"] == "no spread between evals: no interval"
+
+    like = get(api, f"/api/skills/{SKILL}/compare?a=2&b=3")
+    delta = like["delta_change_verdict"]
+    assert delta["no_interval"] == "" and delta["change"]["interval"]["low"] < 0
+    assert delta["sentence"].startswith("difference not distinguishable from noise")
+    assert like["differences"] == []
+    conditions = get(api, f"/api/skills/{SKILL}/compare?a=3&b=3&ca=without_skill&cb=with_skill")
+    assert conditions["delta_change_verdict"] is None
 
 
 def test_missing_things_are_json_404s(api: Client, sample) -> None:
