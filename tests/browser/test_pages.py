@@ -156,9 +156,8 @@ def test_the_compare_form_shows_per_eval_changes_and_flipped_assertions(
     page.wait_for_url(re.compile(r"/compare/\?"))
     query = parse_qs(urlsplit(page.url).query)
     assert (query["a"], query["b"]) == (["2"], ["3"])
-    per_eval = page.locator('h2:has-text("Per eval") + .table-scroll table')
-    flips = page.locator('h2:has-text("Assertions that flipped") + .table-scroll table')
-    expect(per_eval.locator("tbody td:first-child")).to_have_text(
+    per_eval = page.locator("#compare-table table.compare")
+    expect(per_eval.locator("tbody td:first-child > a:first-child")).to_have_text(
         [
             "ci-only-timeout",
             "order-dependent-cache",
@@ -170,10 +169,11 @@ def test_the_compare_form_shows_per_eval_changes_and_flipped_assertions(
     rerun = per_eval.locator("tbody tr", has_text="rerun-budget-question")
     expect(rerun.locator("td").nth(1)).to_have_text("0.50")
     expect(rerun.locator("td").nth(2)).to_have_text("1.00")
-    broke = flips.locator("tbody tr.regressed", has_text="names_shared_state")
-    expect(broke).to_contain_text("order-dependent-cache")
-    expect(broke).to_contain_text("broke")
-    expect(flips.locator("tbody tr.improved").first).to_contain_text("fixed")
+    # Flips are grouped by eval, each marked in words as well as colour.
+    group = page.locator("details.flip-group", has_text="order-dependent-cache")
+    broke = group.locator("tbody tr", has_text="names_shared_state")
+    expect(broke).to_contain_text("▼ broke")
+    expect(group.locator("tbody tr", has_text="▲ fixed").first).to_be_visible()
     screenshot("comparison")
 
 
