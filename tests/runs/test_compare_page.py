@@ -294,3 +294,22 @@ def test_the_page_asks_as_many_queries_for_40_evals_as_for_3(client, tmp_path, q
         {e: ([1.0, 0.75, 0.5], [0.25, 0.0, 0.25]) for e in ids},
     )
     assert queries(client, query) == small
+
+
+def test_a_shared_skill_links_no_diff_across_iterations(user, tmp_path) -> None:
+    from django.urls import reverse
+
+    from accounts.sharing import share_view
+
+    two_iterations(tmp_path, SPREAD_BEFORE, SPREAD_AFTER)
+    link = share_view(creator=user, address="/skills/demo-skill/")
+    visitor = Client()
+    visitor.get(reverse("share", args=[link.secret]))
+
+    across = page(visitor, "a=1&b=2")
+    within = page(visitor, "a=2&b=2&ca=without_skill&cb=with_skill")
+
+    # The diff page refuses a shared view runs of two iterations: no link that would 404.
+    assert "/diff/" not in across and 'href="/skills/demo-skill/iterations/1/evals/e1/"' in across
+    diff = re.search(r'href="(/skills/demo-skill/iterations/2/evals/e1/diff/[^"]+)"', within)
+    assert diff and visitor.get(unescape(diff[1])).status_code == 200
