@@ -71,16 +71,11 @@ def compare_page(request: HttpRequest, skill: str) -> HttpResponse:
         "comparison": comparison,
         "table": table,
         "sort": state["sort"],
-        # The diff page refuses, in a shared view, runs of two iterations: link none there.
-        "diffs_open": comparison is not None
-        and (form.cleaned_data["a"] == form.cleaned_data["b"] or not _shared(request)),
+        # Each diff link is scoped (`scoped_url`): a shared view links only diffs it opens.
+        "diffs_open": comparison is not None,
         "directions": DIRECTIONS,
     }
     return render(request, template_name, context)
-
-
-def _shared(request: HttpRequest) -> bool:
-    return getattr(request, "share_link", None) is not None
 
 
 def _latest_two(skill: Skill) -> str:

@@ -216,7 +216,7 @@ def test_a_long_comparison_shows_its_first_rows_and_groups_flips(client, tmp_pat
     assert html.count("▲ 2 fixed") == 30
 
 
-def test_rows_and_flips_link_to_the_diff_and_each_eval_page(client, tmp_path) -> None:
+def test_rows_and_flips_link_to_the_diff_each_eval_page_and_the_history(client, tmp_path) -> None:
     two_iterations(tmp_path, SPREAD_BEFORE, SPREAD_AFTER)
 
     html = page(client, "a=1&b=2")
@@ -236,6 +236,11 @@ def test_rows_and_flips_link_to_the_diff_and_each_eval_page(client, tmp_path) ->
         assert client.get(unescape(address)).status_code == 200
     # e1's a3 and a4 went from failing in both runs to passing: run 1 before, run 1 after.
     assert "evals/e1/diff/?a=with_skill%2F1&amp;b=with_skill%2F1&amp;ib=2" in flips
+    # The row and its flips link to the eval's history across iterations.
+    assert 'class="history-link" href="/skills/demo-skill/evals/e1/"' in row
+    group = flips.split('id="flips-e1"', 1)[1].split("</summary>", 1)[0]
+    assert 'href="/skills/demo-skill/evals/e1/"' in group
+    assert client.get("/skills/demo-skill/evals/e1/").status_code == 200
 
 
 def test_two_conditions_of_one_iteration_diff_within_it(client, tmp_path) -> None:
@@ -296,20 +301,28 @@ def test_the_page_asks_as_many_queries_for_40_evals_as_for_3(client, tmp_path, q
     assert queries(client, query) == small
 
 
-def test_a_shared_skill_links_no_diff_across_iterations(user, tmp_path) -> None:
+def test_a_shared_skill_links_only_diffs_its_link_opens(user, tmp_path) -> None:
     from django.urls import reverse
 
     from accounts.sharing import share_view
 
     two_iterations(tmp_path, SPREAD_BEFORE, SPREAD_AFTER)
-    link = share_view(creator=user, address="/skills/demo-skill/")
+    skill_link = share_view(creator=user, address="/skills/demo-skill/")
     visitor = Client()
-    visitor.get(reverse("share", args=[link.secret]))
+    visitor.get(reverse("share", args=[skill_link.secret]))
 
     across = page(visitor, "a=1&b=2")
     within = page(visitor, "a=2&b=2&ca=without_skill&cb=with_skill")
 
-    # The diff page refuses a shared view runs of two iterations: no link that would 404.
-    assert "/diff/" not in across and 'href="/skills/demo-skill/iterations/1/evals/e1/"' in across
-    diff = re.search(r'href="(/skills/demo-skill/iterations/2/evals/e1/diff/[^"]+)"', within)
-    assert diff and visitor.get(unescape(diff[1])).status_code == 200
+    # A skill's link opens diffs across its iterations and within one: every link opens.
+    for html in (across, within):
+        diffs = re.findall(r'href="(/skills/demo-skill/iterations/\d+/evals/e1/diff/[^"]+)"', html)
+        assert diffs and all(visitor.get(unescape(d)).status_code == 200 for d in diffs)
+    assert 'href="/skills/demo-skill/evals/e1/"' in across  # and the eval's history
+
+    # A comparison's link opens that comparison only: no diff, no eval page, no history.
+    compare_link = share_view(creator=user, address="/skills/demo-skill/compare/?a=1&b=2")
+    outsider = Client()
+    outsider.get(reverse("share", args=[compare_link.secret]))
+    shared = page(outsider, "a=1&b=2")
+    assert "/diff/" not in shared and "/evals/e1/" not in shared
