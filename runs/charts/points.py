@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal, TypeVar
 
 from ..roles import Role
@@ -82,6 +83,9 @@ class TrendPoint:
 
     `signal` is the delta's verdict, the word its badge shows; `tool` the program that
     wrote the results ("skill-creator"), named where it records nothing to chart.
+    `agent_model`, `harness` and `evals` (the eval ids it ran) say what its numbers were
+    measured on: where they change between neighbours, the charts break their lines
+    (charts.breaks). Blank means not recorded, which breaks nothing.
     """
 
     number: int
@@ -92,6 +96,15 @@ class TrendPoint:
     signal: Signal = "noise"
     url: str = ""
     tool: str = ""
+    agent_model: str = ""
+    harness: str = ""
+    evals: frozenset[str] = frozenset()
+    generated_at: datetime | None = None
+
+    @property
+    def tick(self) -> str:
+        """ "#3": the axis label, short enough for a hundred of them."""
+        return f"#{self.number}"
 
     @property
     def heading(self) -> str:

@@ -2,14 +2,17 @@
 
 Plain strings in rows, formatted as the rest of the site writes numbers; the template only
 lays them out. A chart with nothing to show says why in `note` instead of having rows.
+Where the comparison changes (charts.breaks), the first row after the change says what
+changed in `change`, as the chart's dotted line does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..stats.verdicts import signed, unsigned
+from .breaks import Break, comparison_breaks
 from .figures import EMPTY, not_recorded
 from .points import ConditionPoint, TrendPoint
 
@@ -18,26 +21,31 @@ DASH = "–"
 
 @dataclass(frozen=True)
 class ChartRow:
-    """One iteration: its heading ("#3 label"), its page, and the values after them."""
+    """One iteration: its heading ("#3 label"), its page, and the values after them;
+    `change` says what changed since the row before ("#5: model changed (…)"), if anything."""
 
     heading: str
     url: str
     values: list[str]
+    change: str = ""
 
 
 @dataclass(frozen=True)
 class ChartTable:
-    """A chart's data: a header row, one row per iteration (oldest first), or a note."""
+    """A chart's data: a header row, one row per iteration (in chart order), or a note;
+    `breaks` are where its lines break, for the caption under the chart."""
 
     headers: list[str]
     rows: list[ChartRow] = field(default_factory=list)
     note: str = ""
+    breaks: list[Break] = field(default_factory=list)
 
 
 def chart_tables(points: Iterable[TrendPoint]) -> dict[str, ChartTable]:
     """The table of each chart of `runs.charts.CHARTS`, under the same names."""
     ordered = list(points)  # in display order, as given
-    return {
+    breaks = comparison_breaks(ordered)
+    tables = {
         "score": _per_condition(ordered, "score", _score_cell),
         "delta": _delta_table(ordered),
         "invocation": _per_condition(
@@ -48,6 +56,25 @@ def chart_tables(points: Iterable[TrendPoint]) -> dict[str, ChartTable]:
         ),
         "cost": _cost_table(ordered),
     }
+    return {
+        name: replace(table, breaks=breaks) if table.rows else table
+        for name, table in tables.items()
+    }
+
+
+def _rows(points: list[TrendPoint], cells: list[tuple[int, list[str]]]) -> list[ChartRow]:
+    """A row per (index of its point, values); each says the breaks since the row before,
+    so a table that skips an iteration still shows the change it carried (the first row
+    has none before it to differ from)."""
+    changes = {b.index: b.text for b in comparison_breaks(points)}
+    rows: list[ChartRow] = []
+    last = 0
+    for index, values in cells:
+        said = [changes[i] for i in range(last + 1, index + 1) if i in changes] if rows else []
+        point = points[index]
+        rows.append(ChartRow(point.heading, point.url, values, "; ".join(said)))
+        last = index
+    return rows
 
 
 def _names(points: list[TrendPoint], has: Callable[[ConditionPoint], bool]) -> list[str]:
@@ -75,11 +102,12 @@ def _per_condition(
     names = _names(points, lambda c: cell(c) is not None)
     if not names:
         return ChartTable(headers=[], note=note if points else EMPTY)
-    rows = []
-    for point in points:
+    cells = []
+    for index, point in enumerate(points):
         values = [cell(c) if (c := _condition(point, n)) else None for n in names]
-        rows.append(ChartRow(point.heading, point.url, [DASH if v is None else v for v in values]))
-    return ChartTable(headers=["Iteration", *(f"{n} {what} (95% CI)" for n in names)], rows=rows)
+        cells.append((index, [DASH if v is None else v for v in values]))
+    headers = ["Iteration", *(f"{n} {what} (95% CI)" for n in names)]
+    return ChartTable(headers=headers, rows=_rows(points, cells))
 
 
 def _score_cell(c: ConditionPoint) -> str | None:
@@ -105,21 +133,20 @@ def _percent(value: float) -> str:
 
 
 def _delta_table(points: list[TrendPoint]) -> ChartTable:
-    with_delta = [p for p in points if p.delta is not None]
+    with_delta = [(i, p) for i, p in enumerate(points) if p.delta is not None]
     if not with_delta:
         return ChartTable(headers=[], note=EMPTY if not points else "No treatment − control delta")
-    rows = []
-    for point in with_delta:
+    cells = []
+    for index, point in with_delta:
         delta = point.delta
         ci = (
             f"{signed(delta.low)} to {signed(delta.high)}"
             if delta.low is not None and delta.high is not None
             else "no interval"
         )
-        rows.append(ChartRow(point.heading, point.url, [signed(delta.mean), ci, point.signal]))
-    return ChartTable(
-        headers=["Iteration", "Δ (treatment − control)", "95% CI", "verdict"], rows=rows
-    )
+        cells.append((index, [signed(delta.mean), ci, point.signal]))
+    headers = ["Iteration", "Δ (treatment − control)", "95% CI", "verdict"]
+    return ChartTable(headers=headers, rows=_rows(points, cells))
 
 
 def _cost_table(points: list[TrendPoint]) -> ChartTable:
@@ -129,8 +156,8 @@ def _cost_table(points: list[TrendPoint]) -> ChartTable:
     headers = ["Iteration"]
     for name in names:
         headers += [f"{name} mean tokens", f"{name} mean duration"]
-    rows = []
-    for point in points:
+    cells = []
+    for index, point in enumerate(points):
         row: list[str] = []
         for name in names:
             c = _condition(point, name)
@@ -138,5 +165,5 @@ def _cost_table(points: list[TrendPoint]) -> ChartTable:
             duration = c.mean_duration_ms if c else None
             row.append(DASH if tokens is None else f"{tokens:,.0f}")
             row.append(DASH if duration is None else f"{duration / 1000:,.1f} s")
-        rows.append(ChartRow(point.heading, point.url, row))
-    return ChartTable(headers=headers, rows=rows)
+        cells.append((index, row))
+    return ChartTable(headers=headers, rows=_rows(points, cells))

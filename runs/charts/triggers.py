@@ -2,9 +2,9 @@
 
 Both functions take the rows `TriggerPanel.figure_points` gives, one per trigger iteration:
 `{"number", "label", "url", "split", "recall", "false_trigger_rate"}`, each rate a
-`{"value", "low", "high"}` or None. The figure is built like the trend charts (same layout,
-bands, hover and escaping, see `figures`); the table holds the same numbers for pages read
-without JavaScript.
+`{"value", "low", "high"}` or None. The figure is built like the trend charts (same
+layout, bands, hover and escaping: `layout`, `traces`); the table holds the same numbers
+for pages read without JavaScript.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .colours import PALETTE
-from .figures import _band, _finish, _layout, _line, _value_text
+from .layout import trend_layout
 from .points import TrendPoint
 from .tables import DASH, ChartRow, ChartTable
+from .traces import band, finish, line, value_detail
 
 #: (key, legend name, (colour, dash)): two lines told apart by dash and marker, not colour alone.
 RATES = (
@@ -37,15 +38,16 @@ def trigger_trend_figure(points: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         if all(rate is None for rate in rates):
             continue
         bounds = [(t.number, *_bounds(rate)) for t, rate in zip(trend, rates, strict=True)]
-        traces.append(_band(name, style[0], bounds))
+        traces.append(band(name, style[0], bounds))
         values = [rate["value"] if rate else None for rate in rates]
         details = [
-            _value_text(name, v, lo, hi, _percent) + _split_note(p)
+            value_detail(name, v, lo, hi, _percent) + _split_note(p)
             for p, v, (_, lo, hi) in zip(ordered, values, bounds, strict=True)
         ]
-        traces.append(_line(name, style, trend, values, details))
+        traces.append(line(name, style, trend, values, details))
     yaxis = {"title": {"text": "Share of runs"}, "range": [0, 1.02], "tickformat": ".0%"}
-    return _finish(traces, _layout(trend, yaxis=yaxis))
+    legend = [name for _, name, _ in RATES]
+    return finish(traces, trend_layout(trend, yaxis=yaxis, legend=legend))
 
 
 def trigger_trend_table(points: Iterable[Mapping[str, Any]]) -> ChartTable:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils import timezone
+
 from .. import charts
 from ..models import Iteration, Skill
 from .summaries import IterationSummary, summarise_iterations
@@ -40,6 +42,10 @@ def _point(summary: IterationSummary) -> charts.TrendPoint:
         signal=summary.delta.signal if summary.delta else "noise",
         url=iteration.get_absolute_url(),
         tool=TOOLS.get(iteration.source_kind, ""),
+        agent_model=iteration.agent_model,
+        harness=iteration.harness,
+        evals=frozenset(summary.evals),
+        generated_at=timezone.localtime(iteration.generated_at) if iteration.generated_at else None,
     )
 
 
@@ -61,6 +67,8 @@ class SkillTrends:
     tables: dict[str, charts.ChartTable]
     #: Newest first, as the iteration table lists them.
     summaries: list[IterationSummary]
+    #: Enough iterations that each chart takes the page's whole width.
+    wide: bool = False
 
 
 def skill_trends(skill: Skill) -> SkillTrends:
@@ -68,4 +76,5 @@ def skill_trends(skill: Skill) -> SkillTrends:
     points, summaries = trend_points(skill)
     figures = {name: build(points) for name, build in charts.CHARTS.items()} if points else {}
     tables = charts.chart_tables(points) if points else {}
-    return SkillTrends(figures=figures, tables=tables, summaries=summaries[::-1])
+    wide = len(points) > charts.WIDE_FROM
+    return SkillTrends(figures=figures, tables=tables, summaries=summaries[::-1], wide=wide)

@@ -10,6 +10,12 @@
  * The chart's <details class="chart-data"> (its numbers as a table, open for pages read
  * without JavaScript) folds once the chart is drawn.
  *
+ * Fitting (runs/charts/layout.py lays figures out for a chart about 330 px wide): once
+ * drawn, and again when the window's width changes, a chart keeps only as many of the
+ * server's x tick labels as its plot is wide enough to print side by side (every m-th,
+ * the newest always kept), and grows taller when its legend wrapped onto so many rows
+ * that the plot area fell under MIN_PLOT_PX.
+ *
  * Copy link: any [data-copy-link] button copies the page's address (or the attribute's
  * value, when it has one: the share link in a shared view) and says "Copied" for 2 seconds.
  *
@@ -23,6 +29,10 @@
 
   var PLOT_CONFIG = { displaylogo: false, displayModeBar: false, responsive: true };
   var COPIED_FOR_MS = 2000;
+  var MIN_PLOT_PX = 200;
+  var TICK_CHAR_PX = 7.5; // "#100" at the charts' 12 px font
+  var TICK_GAP_PX = 14;
+  var REFIT_AFTER_MS = 200;
 
   function readFigure(id) {
     var script = document.getElementById(id);
@@ -69,9 +79,14 @@
     }
     element.setAttribute("data-chart-rendered", "");
     element.textContent = "";
+    var xaxis = figure.layout && figure.layout.xaxis;
+    if (xaxis && xaxis.tickmode === "array" && xaxis.tickvals) {
+      element._evalsiteTicks = { vals: xaxis.tickvals, text: xaxis.ticktext || [] };
+    }
     window.Plotly.newPlot(element, figure.data || [], figure.layout || {}, PLOT_CONFIG).then(
       function (plot) {
         plot.on("plotly_click", followClickedPoint);
+        fitChart(plot);
         var figureElement = element.closest("figure");
         var numbers = figureElement && figureElement.querySelector("details.chart-data");
         if (numbers) {
@@ -82,6 +97,65 @@
         console.warn("evalsite: could not draw chart", error);
       }
     );
+  }
+
+  // Every step-th of the server's ticks, counted back from the newest (as the server thins).
+  function thinnedTicks(ticks, plotWidth) {
+    var widest = ticks.text.reduce(function (most, text) {
+      return Math.max(most, String(text).length);
+    }, 1);
+    var room = Math.max(1, Math.floor(plotWidth / (widest * TICK_CHAR_PX + TICK_GAP_PX)));
+    var step = Math.max(1, Math.ceil(ticks.vals.length / room));
+    var vals = [];
+    var text = [];
+    for (var i = ticks.vals.length - 1; i >= 0; i -= step) {
+      vals.unshift(ticks.vals[i]);
+      text.unshift(ticks.text[i]);
+    }
+    return { vals: vals, text: text };
+  }
+
+  // Thin the tick labels to the plot's width and give the plot area its minimum height.
+  function fitChart(plot) {
+    var full = plot._fullLayout;
+    var size = full && full._size;
+    if (!size || !full.xaxis || full.xaxis.visible === false) {
+      return;
+    }
+    var update = {};
+    if (plot._evalsiteTicks) {
+      var ticks = thinnedTicks(plot._evalsiteTicks, size.w);
+      var shown = full.xaxis.tickvals || [];
+      if (ticks.vals.length !== shown.length) {
+        update["xaxis.tickvals"] = ticks.vals;
+        update["xaxis.ticktext"] = ticks.text;
+      }
+    }
+    var short = MIN_PLOT_PX - size.h;
+    if (short >= 1) {
+      update.height = full.height + Math.ceil(short);
+    }
+    if (Object.keys(update).length) {
+      window.Plotly.relayout(plot, update);
+    }
+  }
+
+  var refitTimer = null;
+  var lastWidth = window.innerWidth;
+  function refitCharts() {
+    // Plotly's own responsive resize runs first; only a change of width moves ticks.
+    if (window.innerWidth === lastWidth) {
+      return;
+    }
+    lastWidth = window.innerWidth;
+    window.clearTimeout(refitTimer);
+    refitTimer = window.setTimeout(function () {
+      document.querySelectorAll("[data-chart-rendered]").forEach(function (element) {
+        if (element._fullLayout) {
+          fitChart(element);
+        }
+      });
+    }, REFIT_AFTER_MS);
   }
 
   function renderCharts() {
@@ -208,6 +282,7 @@
       }
     });
     window.addEventListener("pageshow", syncFilters);
+    window.addEventListener("resize", refitCharts);
     // The whole document, not just the swap target: an outerHTML swap settles elements
     // that are not inside it, and rendered charts are skipped anyway.
     document.body.addEventListener("htmx:afterSettle", enhance);

@@ -123,20 +123,23 @@ class TestScoreTrend:
         assert trace(figure, "without_skill")["y"] == [0.2, None, 0.4]
         assert band_segments(trace(figure, "without_skill 95% CI")) == [[(1, 0.3), (1, 0.1)]]
 
-    def test_the_x_axis_reads_number_and_label_in_the_display_order_given(self):
-        # #10 generated before #2 (older results imported later): shown first, as given.
+    def test_the_x_axis_reads_short_numbers_in_the_order_given(self):
+        # Display order is generation time, which need not follow the numbers.
         points = [point(10, with_skill(0.5, None, None)), point(2, with_skill(0.4, None, None))]
-        xaxis = score_trend_figure(points)["layout"]["xaxis"]
+        figure = score_trend_figure(points)
+        xaxis = figure["layout"]["xaxis"]
         assert xaxis["type"] == "category"
         assert xaxis["categoryarray"] == [10, 2]
         assert xaxis["tickvals"] == [10, 2]
-        assert xaxis["ticktext"] == ["#10 label-10", "#2 label-2"]
+        assert xaxis["ticktext"] == ["#10", "#2"]
+        assert xaxis["tickangle"] == 0
+        assert trace(figure, "with_skill")["x"] == [10, 2]
 
     def test_hovering_shows_the_iteration_and_the_score_with_its_interval(self):
         line = trace(score_trend_figure(THREE_ITERATIONS), "with_skill")
         url, heading, detail = line["customdata"][0]
         assert url == "/skills/demo/iterations/3/"
-        assert heading == "#3 label-3"
+        assert heading == "#3 label-3"  # the label the short tick leaves out
         assert detail == "with_skill: 0.80 (95% CI 0.60 to 0.95)"
         assert line["customdata"][1][2] == "with_skill: 0.70 (no interval)"
         assert "%{customdata[1]}" in line["hovertemplate"]
@@ -201,7 +204,7 @@ class TestDeltaTrend:
         assert yaxis["zeroline"] is True
         low, high = yaxis["range"]
         assert low == -high and high >= 0.7
-        assert "treatment − control" in yaxis["title"]["text"]
+        assert yaxis["title"]["text"] == "Δ score"  # the caption says treatment − control
         notes = {a["text"]: a["y"] for a in figure["layout"]["annotations"]}
         assert notes == {"▲ skill helps": 1, "▼ skill hurts": 0}
 
@@ -298,7 +301,7 @@ class TestEveryFigure:
         assert {key for key, text in strings(figure) if text == HOVER} <= {"hovertemplate"}
         headings = {row[0]: row[1] for t in figure["data"] for row in t.get("customdata", [])}
         assert headings["/skills/demo/iterations/1/"] == f"#1 {escaped} ({escaped})"
-        assert figure["layout"]["xaxis"]["ticktext"][0] == f"#1 {escaped}"
+        assert figure["layout"]["xaxis"]["ticktext"][0] == "#1"
         if build is not delta_trend_figure:
             assert escaped in {t.get("name") for t in figure["data"]}
 
@@ -567,9 +570,9 @@ class TestTriggerTrend:
         figure = trigger_trend_figure([trigger_point(1, (0.5, 0.2, 0.8), None, label=HOSTILE)])
         assert "<img" not in str(json_script(figure, "f"))
         assert {text for _, text in strings(figure) if "<" in text} <= {HOVER}
-        assert figure["layout"]["xaxis"]["ticktext"] == [
-            "#1 &lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"
-        ]
+        assert figure["layout"]["xaxis"]["ticktext"] == ["#1"]
+        (row,) = trace(figure, "recall (should trigger)")["customdata"]
+        assert row[1] == "#1 &lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"
         for points in ([], self.POINTS, [trigger_point(1, None, None, label=HOSTILE)]):
             figure = trigger_trend_figure(points)
             assert json.loads(pio.to_json(go.Figure(figure), validate=True)) == figure
