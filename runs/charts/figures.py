@@ -27,7 +27,6 @@ from ..stats.intervals import Interval
 from ..stats.verdicts import format_interval, signed, unsigned
 from .breaks import comparison_breaks, segment_starts
 from .layout import (
-    ASSUMED_WIDTH,
     COST_PLOT_HEIGHT,
     GRID,
     MUTED,
@@ -61,8 +60,6 @@ HELPS, HURTS, SUGGESTIVE, NOISE = "#1a7f37", "#cf222e", "#b7791f", MUTED
 #: Rates (scores, invocation, shares of runs) on a fixed 0–1 scale.
 RATE_TICKS = [0, 0.2, 0.4, 0.6, 0.8, 1]
 PERCENT_TICKS = [0, 0.25, 0.5, 0.75, 1]
-#: The delta chart's "▲ skill helps" note holds the top right of the plot (px).
-HELPS_NOTE = (ASSUMED_WIDTH - 84.0, float(ASSUMED_WIDTH))
 
 #: The delta chart's marker classes: the three verdicts of the badges, with a direction
 #: where the interval gives one. (legend name, colour, symbol, signal, direction)
@@ -152,7 +149,8 @@ def delta_trend_figure(points: Iterable[TrendPoint]) -> dict[str, Any]:
                     array=[_above(p.delta.mean, p.delta.high) for p in members],
                     arrayminus=[_below(p.delta.mean, p.delta.low) for p in members],
                     color=colour,
-                    thickness=1.5,
+                    # Many iterations: thinner bars without caps, so neighbours stay apart.
+                    thickness=1.5 if size >= 10 else 1,
                     width=4 if size >= 10 else 0,
                 ),
                 customdata=[hover_row(p, _delta_text(p)) for p in members],
@@ -164,7 +162,7 @@ def delta_trend_figure(points: Iterable[TrendPoint]) -> dict[str, Any]:
     # Symmetric about 0, so the zero line sits mid-chart and up/down read at a glance;
     # the break labels' headroom is added on both sides to keep it there.
     limit = min(1.05, max(0.25, reach * 1.15))
-    markers = break_markers(ordered, breaks, reserved=[HELPS_NOTE])
+    markers = break_markers(ordered, breaks)
     limit = markers.headroom(-limit, limit, panel=PLOT_HEIGHT / 2)[1]
     layout = trend_layout(
         ordered,
@@ -179,13 +177,23 @@ def delta_trend_figure(points: Iterable[TrendPoint]) -> dict[str, Any]:
         markers=markers,
         legend=[t["name"] for t in traces if "name" in t],
     )
+    # Beside the zero line, where up and down are read; the break labels have the top.
     layout.setdefault("annotations", []).extend(
         [
-            note("▲ skill helps", x=1, xanchor="right", y=1, yanchor="top"),
-            note("▼ skill hurts", x=1, xanchor="right", y=0, yanchor="bottom"),
+            _direction("▲ skill helps", yanchor="bottom"),
+            _direction("▼ skill hurts", yanchor="top"),
         ]
     )
     return finish(traces, layout)
+
+
+def _direction(text: str, *, yanchor: str) -> dict[str, Any]:
+    """A note at the zero line's left end, just above or below it."""
+    return {
+        **note(text, x=0, xanchor="left", y=0, yanchor=yanchor),
+        "yref": "y",
+        "bgcolor": "rgba(255, 255, 255, 0.8)",
+    }
 
 
 def cost_trend_figure(points: Iterable[TrendPoint]) -> dict[str, Any]:

@@ -1,10 +1,11 @@
 """The trend charts' shared look: x axis of short "#N" ticks, heights, and the break markers.
 
-Sized to stay readable from 1 to 100 iterations: tick labels are "#N" and thinned to every
-k-th (the newest always labelled), never turned on their side; the plot area keeps
-`PLOT_HEIGHT` under any legend; axis titles are a word or two (the figure's caption says
-the rest), so they fit beside the plot they name. charts.js thins the ticks again when a
-chart is drawn narrower than `ASSUMED_WIDTH`, and grows a chart whose legend wraps.
+Sized to stay readable from 1 to 100 iterations: tick labels are "#N", at most MAX_TICKS
+of them (every k-th, the newest always labelled), never turned on their side; the plot
+area keeps `PLOT_HEIGHT` under the legend; axis titles are a word or two (the figure's
+caption says the rest), so they fit beside the plot they name. The server cannot know the
+width a chart is drawn at: charts.js keeps fewer ticks on a narrow chart, and grows one
+whose legend wrapped onto more rows than `LEGEND_WIDTH` gave it.
 
 A break (charts.breaks) is a dotted vertical line between the two iterations, a short
 label at its top ("model changed", the details on hover) and one legend entry,
@@ -35,9 +36,11 @@ TEXT = "#27272a"
 MUTED = "#6e7781"
 #: At most this many x tick labels; charts.js keeps fewer on a narrower chart.
 MAX_TICKS = 20
-#: The plot width the server lays out break labels and legend rows for: a chart of the
-#: skill page's three-column grid at 1366 px (or a phone's full width).
-ASSUMED_WIDTH = 330
+#: The plot width the server lays out break labels for: a phone's (375 px less the page's
+#: padding and the y axis); wider charts only have more room between them.
+ASSUMED_WIDTH = 240
+#: The width the legend's rows are counted at: a chart of the skill page's grid at 1366 px.
+LEGEND_WIDTH = 400
 #: Beyond this many iterations, markers shrink so that neighbours stay apart.
 MANY_POINTS = 40
 #: Beyond this many, a page gives each chart its whole width (the skill page's .wide).
@@ -86,6 +89,7 @@ def trend_layout(
     """
     markers = markers or BreakMarkers()
     vals, text = tick_labels(points)
+    pad = len(points) / 100
     height = plot_height + markers.room + MARGIN["t"] + MARGIN["b"]
     layout = {
         "height": height + legend_height([*legend, *([BREAK_LEGEND] if markers.shapes else [])]),
@@ -102,6 +106,9 @@ def trend_layout(
             "type": "category",
             "categoryorder": "array",
             "categoryarray": [p.number for p in points],
+            # Categories sit at 0…n−1: a fixed range, so plotly pads neither side for the
+            # labels and markers, just enough that the outermost markers are not cut.
+            "range": [-0.5 - pad, len(points) - 0.5 + pad],
             "tickmode": "array",
             "tickvals": vals,
             "ticktext": text,
@@ -133,34 +140,27 @@ def marker_size(points: Sequence[TrendPoint], size: int) -> int:
 
 
 def legend_height(names: Sequence[str]) -> int:
-    """The px a horizontal legend of `names` takes above the plot at ASSUMED_WIDTH."""
+    """The px a horizontal legend of `names` takes above the plot at LEGEND_WIDTH."""
     if not names:
         return 0
     rows, used = 1, 0.0
     for name in names:
         width = 46 + 7 * len(name)  # sample line, gap, text at 12 px
-        if used and used + width > ASSUMED_WIDTH + MARGIN["l"]:
+        if used and used + width > LEGEND_WIDTH:
             rows, used = rows + 1, 0.0
         used += width
     return 24 + 19 * (rows - 1)
 
 
-def break_markers(
-    points: Sequence[TrendPoint],
-    breaks: Sequence[Break],
-    *,
-    reserved: Sequence[tuple[float, float]] = (),
-) -> BreakMarkers:
+def break_markers(points: Sequence[TrendPoint], breaks: Sequence[Break]) -> BreakMarkers:
     """A dotted line and a label per break, between the two iterations it separates.
 
     A label goes in the first row where it does not touch the one before it, at the
     widths of ASSUMED_WIDTH; with every row taken, in the row that frees up first.
-    `reserved` are spans of the top row (px from the plot's left) a figure's note holds.
     """
     shapes: list[dict[str, Any]] = []
     annotations: list[dict[str, Any]] = []
     ends = [-math.inf] * LABEL_ROWS
-    taken = [list(reserved)] + [[] for _ in range(LABEL_ROWS - 1)]
     used = 0
     for brk in breaks:
         # Categories sit at 0, 1, 2…; the line goes halfway between the two iterations
@@ -168,11 +168,7 @@ def break_markers(
         x = brk.index - 0.5
         left = (x + 0.5) / max(len(points), 1) * ASSUMED_WIDTH
         right = left + 4 + 6 * len(brk.label)
-        free = [
-            r
-            for r in range(LABEL_ROWS)
-            if ends[r] + 4 <= left and not any(a < right and left < b for a, b in taken[r])
-        ]
+        free = [r for r in range(LABEL_ROWS) if ends[r] + 4 <= left]
         row = free[0] if free else min(range(LABEL_ROWS), key=lambda r: ends[r])
         ends[row] = right
         used = max(used, row + 1)

@@ -10,11 +10,11 @@
  * The chart's <details class="chart-data"> (its numbers as a table, open for pages read
  * without JavaScript) folds once the chart is drawn.
  *
- * Fitting (runs/charts/layout.py lays figures out for a chart about 330 px wide): once
- * drawn, and again when the window's width changes, a chart keeps only as many of the
- * server's x tick labels as its plot is wide enough to print side by side (every m-th,
- * the newest always kept), and grows taller when its legend wrapped onto so many rows
- * that the plot area fell under MIN_PLOT_PX.
+ * Fitting (runs/charts/layout.py cannot know the width a chart is drawn at): once drawn,
+ * and again when the window's width changes, a chart keeps only as many of the server's
+ * x tick labels as its plot is wide enough to print side by side (every m-th, the newest
+ * always kept), and grows taller when its legend wrapped onto so many rows that the plot
+ * area fell under MIN_PLOT_PX.
  *
  * Copy link: any [data-copy-link] button copies the page's address (or the attribute's
  * value, when it has one: the share link in a shared view) and says "Copied" for 2 seconds.

@@ -205,8 +205,11 @@ class TestDeltaTrend:
         low, high = yaxis["range"]
         assert low == -high and high >= 0.7
         assert yaxis["title"]["text"] == "Δ score"  # the caption says treatment − control
-        notes = {a["text"]: a["y"] for a in figure["layout"]["annotations"]}
-        assert notes == {"▲ skill helps": 1, "▼ skill hurts": 0}
+        notes = {
+            a["text"]: (a["yref"], a["y"], a["yanchor"]) for a in figure["layout"]["annotations"]
+        }
+        # Either side of the zero line.
+        assert notes == {"▲ skill helps": ("y", 0, "bottom"), "▼ skill hurts": ("y", 0, "top")}
 
     def test_every_delta_gets_a_marker(self):
         points = [point(1, delta=DeltaPoint(0.0, 0.0, 0.0), signal="significant")]
