@@ -4,6 +4,7 @@ laptop's and a phone's width, with the breaks where the comparison changes shown
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,10 +14,11 @@ import pytest
 
 from runs.importing import import_workspace
 from tests.browser import CHROMIUM
+from tests.browser.conftest import PASSWORD, USERNAME
 from tests.factories import eval_magic_iteration
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import Browser, Page
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").expect
 
@@ -70,14 +72,17 @@ def write_trend(
 
 
 @pytest.fixture
-def trends(sample: None, tmp_path: Path) -> None:
-    """ "twenty": 20 iterations, the model changing at #8 and the mode at #15; "hundred":
-    100 iterations, the harness changing at #40 and the eval set at #70."""
-    write_trend(tmp_path / "a", skill="twenty", iterations=20, model_from=8, revision_from=15)
-    write_trend(
-        tmp_path / "b", skill="hundred", iterations=100, harness_from=40, more_evals_from=70
-    )
-    import_workspace([tmp_path / "a", tmp_path / "b"])
+def twenty(sample: None, tmp_path: Path) -> None:
+    """ "twenty": 20 iterations, the agent model changing at #8 and the mode at #15."""
+    write_trend(tmp_path, skill="twenty", iterations=20, model_from=8, revision_from=15)
+    import_workspace([tmp_path])
+
+
+@pytest.fixture
+def hundred(sample: None, tmp_path: Path) -> None:
+    """ "hundred": 100 iterations, the harness changing at #40 and the eval set at #70."""
+    write_trend(tmp_path, skill="hundred", iterations=100, harness_from=40, more_evals_from=70)
+    import_workspace([tmp_path])
 
 
 def open_charts(page: Page, path: str, width: int) -> None:
@@ -154,7 +159,7 @@ def break_labels(page: Page, chart: str) -> list[str]:
 
 @pytest.mark.parametrize("width", [1366, 375])
 def test_twenty_iterations_read_at_a_laptops_and_a_phones_width(
-    page: Page, trends: None, width: int, screenshot: Callable[[str], Path], js_errors: list[str]
+    page: Page, twenty: None, width: int, screenshot: Callable[[str], Path], js_errors: list[str]
 ) -> None:
     open_charts(page, "/skills/twenty/", width)
 
@@ -179,7 +184,7 @@ def test_twenty_iterations_read_at_a_laptops_and_a_phones_width(
 
 @pytest.mark.parametrize("width", [1366, 375])
 def test_a_hundred_iterations_thin_their_ticks_and_keep_their_height(
-    page: Page, trends: None, width: int, screenshot: Callable[[str], Path], js_errors: list[str]
+    page: Page, hundred: None, width: int, screenshot: Callable[[str], Path], js_errors: list[str]
 ) -> None:
     open_charts(page, "/skills/hundred/", width)
 
@@ -193,7 +198,7 @@ def test_a_hundred_iterations_thin_their_ticks_and_keep_their_height(
     assert js_errors == []
 
 
-def test_narrowing_the_window_thins_the_ticks_again(page: Page, trends: None) -> None:
+def test_narrowing_the_window_thins_the_ticks_again(page: Page, hundred: None) -> None:
     open_charts(page, "/skills/hundred/", 1366)
     wide = len(boxes(page, "chart-score", ".xtick text"))
 
@@ -202,3 +207,27 @@ def test_narrowing_the_window_thins_the_ticks_again(page: Page, trends: None) ->
     page.wait_for_function(f'() => document.querySelectorAll("{ticks}").length < {wide}')
 
     assert not overlapping(boxes(page, "chart-score", ".xtick text"))
+
+
+def test_without_javascript_the_tables_mark_the_breaks(
+    browser: Browser, live_server: Any, twenty: None
+) -> None:
+    context = browser.new_context(base_url=live_server.url, java_script_enabled=False)
+    page = context.new_page()
+    page.goto("/accounts/login/")
+    page.fill("#id_username", USERNAME)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r".*/$"))
+    page.goto("/skills/twenty/")
+
+    numbers = page.locator("#chart-score ~ details.chart-data")
+    expect(numbers).to_have_attribute("open", "")
+    marks = numbers.locator("tr.chart-break")
+    expect(marks).to_have_count(2)
+    expect(marks.first).to_contain_text("#8: model changed")
+    # The marker row stands just before the iteration it names.
+    after = marks.first.locator("xpath=following-sibling::tr[1]")
+    expect(after).to_contain_text("#8 iteration-8")
+    expect(marks.nth(1)).to_contain_text("#15: mode changed (mode new-skill → revision)")
+    context.close()

@@ -12,13 +12,17 @@ import pytest
 from django.utils.html import json_script
 
 from runs.charts import (
+    CHARTS,
     HEIGHT,
     HOVER,
+    MAX_TICKS,
     PALETTE,
+    PLOT_HEIGHT,
     ConditionPoint,
     DeltaPoint,
     TrendPoint,
     chart_tables,
+    comparison_breaks,
     condition_colour,
     cost_trend_figure,
     delta_trend_figure,
@@ -97,7 +101,7 @@ class TestScoreTrend:
         assert trace(figure, "with_skill")["y"] == [0.8, 0.7, 0.9]
         assert trace(figure, "without_skill")["y"] == [0.5, 0.6, 0.4]
         assert figure["layout"]["yaxis"]["range"][0] == 0
-        assert figure["layout"]["height"] == HEIGHT
+        assert figure["layout"]["height"] == HEIGHT  # one legend row, no breaks
 
     def test_its_band_runs_along_high_and_back_along_low(self):
         band = trace(score_trend_figure(THREE_ITERATIONS), "without_skill 95% CI")
@@ -362,6 +366,215 @@ class TestFromStats:
         single = PairedDelta("with_skill", "without_skill", 0.3, 1, None, None, 1.0)
         assert DeltaPoint.from_paired(single) == DeltaPoint(0.3)
         assert DeltaPoint.from_paired(None) is None
+
+
+def trend(n: int, **changes: Any) -> list[TrendPoint]:
+    """n iterations with a delta each, on one model, harness and eval set; `changes` maps
+    a field to {iteration number: value from then on}."""
+    points = []
+    for number in range(1, n + 1):
+        fields: dict[str, Any] = {
+            "mode": "new-skill",
+            "agent_model": "claude-haiku-4-5",
+            "harness": "claude-code",
+            "evals": frozenset({"alpha", "beta"}),
+        }
+        for name, steps in changes.items():
+            for start, value in steps.items():
+                if number >= start:
+                    fields[name] = value
+        points.append(
+            point(
+                number,
+                with_skill(0.8, 0.6, 0.9, invocation=0.9, mean_tokens=1000, mean_duration_ms=2000),
+                without_skill(0.5, 0.4, 0.6, mean_tokens=900, mean_duration_ms=1500),
+                delta=DeltaPoint(0.3, 0.1, 0.5),
+                **fields,
+            )
+        )
+    return points
+
+
+def runs_of(values: list[Any]) -> list[list[Any]]:
+    """A line's values cut at its None gaps."""
+    parts: list[list[Any]] = [[]]
+    for value in values:
+        if value is None:
+            parts.append([])
+        else:
+            parts[-1].append(value)
+    return [p for p in parts if p]
+
+
+class TestBreaks:
+    @pytest.mark.parametrize(
+        ("field", "before", "after", "label", "detail"),
+        [
+            ("mode", "new-skill", "revision", "mode changed", "mode new-skill → revision"),
+            ("agent_model", "claude-haiku-4-5", "claude-sonnet-4-6", "model changed",
+             "agent model claude-haiku-4-5 → claude-sonnet-4-6"),
+            ("harness", "claude-code", "messages-api", "harness changed",
+             "harness claude-code → messages-api"),
+            ("evals", frozenset({"alpha", "beta"}), frozenset({"alpha", "gamma", "delta"}),
+             "evals changed", "eval set: 2 added, 1 removed (2 → 3 evals)"),
+        ],
+    )  # fmt: skip
+    def test_a_change_between_neighbours_breaks_the_trend_there(
+        self, field, before, after, label, detail
+    ):
+        points = trend(5, **{field: {1: before, 4: after}})
+        (only,) = comparison_breaks(points)
+        assert (only.index, only.number, only.label) == (3, 4, label)
+        assert only.detail == detail
+        assert only.text == f"#4: {label} ({detail})"
+
+    def test_nothing_changing_breaks_nothing(self):
+        points = trend(30)
+        assert comparison_breaks(points) == []
+        for build in CHARTS.values():
+            figure = build(points)
+            assert "shapes" not in figure["layout"]
+            for t in figure["data"]:
+                assert None not in t["x"] or t.get("fill") == "toself", t.get("name")
+        assert all(not t.breaks for t in chart_tables(points).values())
+
+    def test_what_was_not_recorded_is_not_a_change(self):
+        points = trend(4, agent_model={3: ""}, harness={2: ""}, evals={4: frozenset()})
+        assert comparison_breaks(points) == []
+
+    def test_changes_at_once_are_one_break_naming_each(self):
+        points = trend(3, agent_model={3: "claude-opus-4-1"}, harness={3: "messages-api"})
+        (only,) = comparison_breaks(points)
+        assert only.label == "model, harness changed"
+
+    def test_every_line_breaks_there_and_a_dotted_line_marks_it(self):
+        points = trend(6, mode={4: "revision"})
+        for name, build in CHARTS.items():
+            figure = build(points)
+            lines = [t for t in figure["data"] if "lines" in t["mode"] and t.get("fill") is None]
+            assert lines, name
+            for line in lines:
+                assert runs_of(line["x"]) == [[1, 2, 3], [4, 5, 6]], (name, line.get("name"))
+            (shape,) = figure["layout"]["shapes"]
+            # Halfway between #3 and #4 (categories 2 and 3), from the plot's bottom to top.
+            assert (shape["x0"], shape["x1"], shape["yref"], shape["y0"], shape["y1"]) == (
+                2.5, 2.5, "paper", 0, 1
+            )  # fmt: skip
+            assert shape["line"]["dash"] == "dot"
+            assert (shape["showlegend"], shape["name"]) == (True, "comparison changed")
+            (label,) = [a for a in figure["layout"]["annotations"] if a.get("x") == 2.5]
+            assert label["text"] == "mode changed"
+            assert label["hovertext"] == "#4: mode changed (mode new-skill → revision)"
+            assert label.get("textangle", 0) == 0
+
+    def test_bands_break_there_too(self):
+        band = trace(score_trend_figure(trend(4, harness={3: "messages-api"})), "with_skill 95% CI")
+        assert [[x for x, _ in shape] for shape in band_segments(band)] == [
+            [1, 2, 2, 1],
+            [3, 4, 4, 3],
+        ]
+
+    def test_one_legend_entry_for_every_break(self):
+        points = trend(9, mode={4: "revision"}, agent_model={7: "claude-opus-4-1"})
+        shapes = score_trend_figure(points)["layout"]["shapes"]
+        assert [s["showlegend"] for s in shapes] == [True, False]
+        assert {s["legendgroup"] for s in shapes} == {"breaks"}
+
+    def test_close_breaks_take_separate_label_rows_and_the_axis_makes_room(self):
+        points = trend(10, agent_model={5: "b", 6: "c"})
+        figure = score_trend_figure(points)
+        shifts = [a["yshift"] for a in figure["layout"]["annotations"]]
+        assert shifts[0] == 0 and shifts[1] < 0
+        low, high = figure["layout"]["yaxis"]["range"]
+        assert low == 0 and high > 1.1  # headroom above a score of 1 for two rows
+        assert figure["layout"]["yaxis"]["tickvals"][-1] == 1  # no tick above 1
+        assert figure["layout"]["height"] > score_trend_figure(trend(10))["layout"]["height"]
+
+    def test_user_text_in_a_break_is_escaped(self):
+        points = trend(2, agent_model={2: HOSTILE})
+        (label,) = score_trend_figure(points)["layout"]["annotations"]
+        assert "<" not in label["hovertext"]
+        assert "&lt;/script&gt;" in label["hovertext"]
+
+    def test_the_table_marks_the_row_after_the_change(self):
+        points = trend(4, agent_model={3: "claude-sonnet-4-6"})
+        score = chart_tables(points)["score"]
+        assert [r.change for r in score.rows] == [
+            "",
+            "",
+            "#3: model changed (agent model claude-haiku-4-5 → claude-sonnet-4-6)",
+            "",
+        ]
+        assert [b.number for b in score.breaks] == [3]
+
+    def test_a_table_that_skips_the_iteration_marks_its_next_row(self):
+        points = trend(4, mode={3: "revision"})
+        points[2] = TrendPoint(**{**points[2].__dict__, "delta": None})
+        delta = chart_tables(points)["delta"]
+        assert [r.heading for r in delta.rows] == ["#1 label-1", "#2 label-2", "#4 label-4"]
+        assert [bool(r.change) for r in delta.rows] == [False, False, True]
+
+
+class TestScale:
+    @pytest.mark.parametrize("n", [1, 2, 20, 100])
+    def test_ticks_are_short_flat_and_at_most_max_ticks_with_the_newest_kept(self, n):
+        points = trend(n)
+        for build in CHARTS.values():
+            xaxis = build(points)["layout"]["xaxis"]
+            assert xaxis["tickangle"] == 0
+            assert len(xaxis["tickvals"]) <= MAX_TICKS
+            assert xaxis["tickvals"][-1] == n and xaxis["ticktext"][-1] == f"#{n}"
+            assert xaxis["ticktext"] == [f"#{v}" for v in xaxis["tickvals"]]
+            assert xaxis["range"][0] < 0 and n - 1 < xaxis["range"][1]
+
+    def test_a_hundred_iterations_are_labelled_every_fifth(self):
+        xaxis = score_trend_figure(trend(100))["layout"]["xaxis"]
+        assert xaxis["tickvals"] == list(range(5, 101, 5))
+        assert xaxis["categoryarray"] == list(range(1, 101))  # every iteration still drawn
+
+    def test_twenty_iterations_are_all_labelled(self):
+        assert score_trend_figure(trend(20))["layout"]["xaxis"]["tickvals"] == list(range(1, 21))
+
+    @pytest.mark.parametrize("n", [1, 20, 100])
+    def test_heights_leave_the_plot_area_its_room(self, n):
+        for name, build in CHARTS.items():
+            layout = build(trend(n))["layout"]
+            margins = layout["margin"]["t"] + layout["margin"]["b"]
+            assert layout["height"] - margins >= PLOT_HEIGHT, name
+        cost = cost_trend_figure(trend(n))["layout"]
+        assert cost["height"] > score_trend_figure(trend(n))["layout"]["height"]
+
+    def test_the_height_grows_with_the_legend(self):
+        few = score_trend_figure(trend(3))["layout"]["height"]
+        many = [
+            point(1, *(ConditionPoint(f"condition-number-{k}", "other", 0.5) for k in range(6)))
+        ]
+        assert score_trend_figure(many)["layout"]["height"] > few
+
+    def test_many_iterations_get_smaller_markers(self):
+        few = trace(score_trend_figure(trend(20)), "with_skill")["marker"]["size"]
+        many = trace(score_trend_figure(trend(100)), "with_skill")["marker"]["size"]
+        assert many < few
+
+    def test_axis_titles_are_short_enough_to_sit_beside_their_plot(self):
+        points = trend(5)
+        titles = []
+        for build in CHARTS.values():
+            layout = build(points)["layout"]
+            for name in ("yaxis", "yaxis2"):
+                if name in layout:
+                    titles.append(layout[name]["title"]["text"])
+        assert titles == ["Score", "Δ score", "Invoked", "Tokens", "Seconds"]
+        # At 12 px, ~7 px a character: well within the smallest panel (the cost chart's).
+        assert max(len(t) for t in titles) * 7 < PLOT_HEIGHT * 0.44
+
+    def test_the_hover_names_what_the_tick_leaves_out(self):
+        from datetime import datetime
+
+        (only,) = trend(1)
+        dated = TrendPoint(**{**only.__dict__, "generated_at": datetime(2026, 5, 1, 10, 30)})
+        row = trace(score_trend_figure([dated]), "with_skill")["customdata"][0]
+        assert row[1] == "#1 label-1 (new-skill) · 2026-05-01 10:30"
 
 
 def polylines(svg: str) -> list[list[tuple[float, float]]]:
