@@ -155,8 +155,9 @@ def legend_height(names: Sequence[str]) -> int:
 def break_markers(points: Sequence[TrendPoint], breaks: Sequence[Break]) -> BreakMarkers:
     """A dotted line and a label per break, between the two iterations it separates.
 
-    A label goes in the first row where it does not touch the one before it, at the
-    widths of ASSUMED_WIDTH; with every row taken, in the row that frees up first.
+    A label goes right of its line (left of it near the plot's right edge), in the first
+    row where it does not touch the one before it, at the widths of ASSUMED_WIDTH; with
+    every row taken, in the row that frees up first.
     """
     shapes: list[dict[str, Any]] = []
     annotations: list[dict[str, Any]] = []
@@ -166,8 +167,11 @@ def break_markers(points: Sequence[TrendPoint], breaks: Sequence[Break]) -> Brea
         # Categories sit at 0, 1, 2…; the line goes halfway between the two iterations
         # (never a whole number, which plotly would read as a category's name).
         x = brk.index - 0.5
-        left = (x + 0.5) / max(len(points), 1) * ASSUMED_WIDTH
-        right = left + 4 + 6 * len(brk.label)
+        at = (x + 0.5) / max(len(points), 1) * ASSUMED_WIDTH
+        width = 4 + 6 * len(brk.label)
+        # Right of the line, unless that runs off the plot: then left of it.
+        anchor = "left" if at + width <= ASSUMED_WIDTH else "right"
+        left, right = (at, at + width) if anchor == "left" else (at - width, at)
         free = [r for r in range(LABEL_ROWS) if ends[r] + 4 <= left]
         row = free[0] if free else min(range(LABEL_ROWS), key=lambda r: ends[r])
         ends[row] = right
@@ -194,7 +198,7 @@ def break_markers(points: Sequence[TrendPoint], breaks: Sequence[Break]) -> Brea
                 "hovertext": escape(brk.text),
                 "x": x,
                 "xref": "x",
-                "xanchor": "left",
+                "xanchor": anchor,
                 "y": 1,
                 "yref": "paper",
                 "yanchor": "top",

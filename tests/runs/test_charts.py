@@ -490,6 +490,15 @@ class TestBreaks:
         assert figure["layout"]["yaxis"]["tickvals"][-1] == 1  # no tick above 1
         assert figure["layout"]["height"] > score_trend_figure(trend(10))["layout"]["height"]
 
+    def test_a_label_near_the_right_edge_reads_leftwards_from_its_line(self):
+        early, late = [
+            a["xanchor"]
+            for a in score_trend_figure(trend(20, mode={3: "revision"}, harness={20: "x"}))[
+                "layout"
+            ]["annotations"]
+        ]
+        assert (early, late) == ("left", "right")
+
     def test_user_text_in_a_break_is_escaped(self):
         points = trend(2, agent_model={2: HOSTILE})
         (label,) = score_trend_figure(points)["layout"]["annotations"]
