@@ -72,7 +72,13 @@ def changes_between(before: TrendPoint, after: TrendPoint) -> tuple[Change, ...]
         changes.append(Change("model", f"agent model {before.agent_model} → {after.agent_model}"))
     if before.harness and after.harness and before.harness != after.harness:
         changes.append(Change("harness", f"harness {before.harness} → {after.harness}"))
-    if before.evals and after.evals and before.evals != after.evals:
+    # Identical sets are often one object (reading.skill shares them): skip comparing.
+    if (
+        before.evals is not after.evals
+        and before.evals
+        and after.evals
+        and before.evals != after.evals
+    ):
         changes.append(Change("evals", _eval_set_change(before.evals, after.evals)))
     return tuple(changes)
 

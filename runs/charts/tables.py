@@ -28,6 +28,8 @@ class ChartRow:
     url: str
     values: list[str]
     change: str = ""
+    #: Its iteration's place among the points charted.
+    index: int = 0
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,6 @@ class ChartTable:
 def chart_tables(points: Iterable[TrendPoint]) -> dict[str, ChartTable]:
     """The table of each chart of `runs.charts.CHARTS`, under the same names."""
     ordered = list(points)  # in display order, as given
-    breaks = comparison_breaks(ordered)
     tables = {
         "score": _per_condition(ordered, "score", _score_cell),
         "delta": _delta_table(ordered),
@@ -56,25 +57,36 @@ def chart_tables(points: Iterable[TrendPoint]) -> dict[str, ChartTable]:
         ),
         "cost": _cost_table(ordered),
     }
+    breaks = comparison_breaks(ordered)
+    if not breaks:
+        return tables
+    changes = {b.index: b.text for b in breaks}
     return {
-        name: replace(table, breaks=breaks) if table.rows else table
+        name: replace(table, rows=_marked(table.rows, changes), breaks=breaks)
+        if table.rows
+        else table
         for name, table in tables.items()
     }
 
 
 def _rows(points: list[TrendPoint], cells: list[tuple[int, list[str]]]) -> list[ChartRow]:
-    """A row per (index of its point, values); each says the breaks since the row before,
-    so a table that skips an iteration still shows the change it carried (the first row
-    has none before it to differ from)."""
-    changes = {b.index: b.text for b in comparison_breaks(points)}
-    rows: list[ChartRow] = []
+    """A row per (index of its point, values), its index kept for `_marked`."""
+    return [
+        ChartRow(points[index].heading, points[index].url, values, index=index)
+        for index, values in cells
+    ]
+
+
+def _marked(rows: list[ChartRow], changes: dict[int, str]) -> list[ChartRow]:
+    """`rows`, each saying the breaks since the row before, so a table that skips an
+    iteration still shows the change it carried (the first row has none to differ from)."""
+    marked: list[ChartRow] = []
     last = 0
-    for index, values in cells:
-        said = [changes[i] for i in range(last + 1, index + 1) if i in changes] if rows else []
-        point = points[index]
-        rows.append(ChartRow(point.heading, point.url, values, "; ".join(said)))
-        last = index
-    return rows
+    for row in rows:
+        said = [changes[i] for i in range(last + 1, row.index + 1) if i in changes]
+        marked.append(replace(row, change="; ".join(said) if marked else ""))
+        last = row.index
+    return marked
 
 
 def _names(points: list[TrendPoint], has: Callable[[ConditionPoint], bool]) -> list[str]:

@@ -17,11 +17,17 @@ def trend_points(skill: Skill) -> tuple[list[charts.TrendPoint], list[IterationS
     iterations = Iteration.objects.trend_of(skill)
     summaries = summarise_iterations(iterations)
     ordered = [summaries[it.pk] for it in iterations]
-    return [_point(s) for s in ordered], ordered
+    eval_sets: dict[frozenset[str], frozenset[str]] = {}
+    return [_point(s, eval_sets) for s in ordered], ordered
 
 
-def _point(summary: IterationSummary) -> charts.TrendPoint:
+def _point(
+    summary: IterationSummary, eval_sets: dict[frozenset[str], frozenset[str]]
+) -> charts.TrendPoint:
+    """The summary's point; iterations that ran the same evals share one set (`eval_sets`),
+    so the charts tell them apart without comparing hundreds of ids."""
     iteration = summary.iteration
+    evals = frozenset(summary.evals)
     conditions = tuple(
         charts.ConditionPoint.from_stats(
             c.name,
@@ -44,7 +50,7 @@ def _point(summary: IterationSummary) -> charts.TrendPoint:
         tool=TOOLS.get(iteration.source_kind, ""),
         agent_model=iteration.agent_model,
         harness=iteration.harness,
-        evals=frozenset(summary.evals),
+        evals=eval_sets.setdefault(evals, evals),
         generated_at=timezone.localtime(iteration.generated_at) if iteration.generated_at else None,
     )
 
