@@ -12,6 +12,7 @@ Unicode-normalised: identity is the exact string.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable
 
@@ -77,6 +78,15 @@ def _validated(kind: str, value: object, max_length: int) -> str:
     if len(name) > max_length:
         raise InvalidName(kind, value, f"is longer than {max_length} characters")
     return name
+
+
+def natural_key(text: str) -> list[object]:
+    """Sort key that reads digits as numbers: eval 2 before eval 10, iteration-2 before 10.
+
+    re.split with a capturing group puts text at even positions and digits at odd ones, so two
+    keys compare text with text and numbers with numbers.
+    """
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
 
 
 def validate_skill_name(name: str) -> str:

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..names import natural_key
 from .tree import ARTEFACT_DIR, SKIPPED_DIR_PREFIXES, SKIPPED_DIRS
 
 #: How deep below an import's root the walk looks (a plugin's skill's evals' workspace's
@@ -31,11 +32,6 @@ class Listing:
     relative: tuple[str, ...]
     files: frozenset[str]
     dirs: tuple[str, ...]
-
-
-def natural_key(text: str) -> list[object]:
-    """Sort key that puts iteration-2 before iteration-10."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
 
 
 def is_snapshot(name: str) -> bool:

@@ -2,24 +2,40 @@
 
 The same data serves the page's matrix fragment, its full assertion lists
 (`assertion_classes`, `flaky`) and the runs of one matrix cell, in a fixed number of queries.
+The matrix is sorted, filtered and paged here, in Python, from the query string's choices:
+a 300-eval iteration is 300 rows, and asking the database again for each order would cost
+more than sorting them.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+
+from django.core.paginator import Page, Paginator
 
 from .. import stats
 from ..models import EvalCase, Iteration, Review, Run
+from ..names import natural_key
 from .samples import assertion_tallies, passing_runs
 from .summaries import Cell, IterationSummary, summarise_iterations
 
 #: Filters of the iteration page, in the order the form shows them.
-FILTERS = ("failures", "flaky", "changed")
-#: Matrix rows the iteration page shows before "show all N evals" (about two screenfuls).
-MATRIX_FIRST_ROWS = 40
+FILTERS = ("failures", "flaky")
+#: How an eval's treatment score moved since the previous iteration, as the filter links
+#: list them.
+MOVEMENTS = ("improved", "regressed", "unchanged", "new")
+#: Matrix rows on a page of the iteration page, before "next" (about two screenfuls).
+MATRIX_PAGE_ROWS = 40
+#: The matrix's orders are "eval" (the ids' natural order: 2 before 10), "delta", "change"
+#: (since the previous iteration) and one condition's score: SCORE_SORT and its name.
+SCORE_SORT = "score:"
+DEFAULT_SORT = "eval"
 #: Items of each assertion list the iteration page shows before "all N".
 LIST_FIRST_ITEMS = 5
+#: Scores closer than this are the same score (means of pass rates, summed in any order).
+SAME_SCORE = 1e-9
 #: The assertion classes the iteration page lists.
 SHOWN_CLASSES = frozenset(
     {
@@ -54,22 +70,45 @@ class EvalRow:
 
     @property
     def flaky(self) -> bool:
+        """Whether one of its cells holds one of the iteration's badged flaky assertions."""
         return any(c.flaky for c in self.cells)
 
     @property
-    def changed(self) -> bool:
-        """New since the previous iteration, or its treatment score moved."""
-        return self.is_new or self.treatment_score != self.previous_treatment
+    def change(self) -> float | None:
+        """Its treatment score minus the previous iteration's; None without both."""
+        if self.treatment_score is None or self.previous_treatment is None:
+            return None
+        return self.treatment_score - self.previous_treatment
+
+    @property
+    def movement(self) -> str:
+        """One of MOVEMENTS, or "" when there is nothing to compare with."""
+        if self.is_new:
+            return "new"
+        change = self.change
+        if change is None:
+            return ""
+        if abs(change) < SAME_SCORE:
+            return "unchanged"
+        return "improved" if change > 0 else "regressed"
 
 
 @dataclass
 class Matrix:
-    """The matrix rows a page shows of those that pass its filters, and how many there are."""
+    """The matrix rows a page shows of those that pass its filters, in its order."""
 
     rows: list[EvalRow]
+    #: How many rows pass the filters (on every page together).
     total: int
+    #: The order asked for, or DEFAULT_SORT when that is not one of the matrix's.
+    sort: str
+    #: Rows per movement among those that pass the other filters: the filter links' counts.
+    movements: dict[str, int]
+    #: The page shown, or None when every row is (`rows=all`).
+    page: Page | None = None
     tag: str = ""
     only: frozenset[str] = frozenset()
+    movement: str = ""
 
     @property
     def hidden(self) -> int:
@@ -77,7 +116,35 @@ class Matrix:
 
     @property
     def filtered(self) -> bool:
-        return bool(self.tag or self.only)
+        return bool(self.tag or self.only or self.movement)
+
+    @property
+    def first_row(self) -> int:
+        """The number of the page's first row (1-based), 0 when there is none."""
+        return self.page.start_index() if self.page else min(1, self.total)
+
+
+def sort_rows(rows: list[EvalRow], sort: str, conditions: list[str]) -> list[EvalRow] | None:
+    """`rows` in the order `sort` names ('-' first: descending), or None when it names none.
+
+    Rows without the value (no score, no previous iteration) come last either way; rows with
+    equal values keep the eval ids' natural order.
+    """
+    values: dict[str, Callable[[EvalRow], object]] = {
+        "eval": lambda row: natural_key(row.eval_id),
+        "delta": lambda row: row.delta,
+        "change": lambda row: row.change,
+    }
+    for index, name in enumerate(conditions):
+        values[SCORE_SORT + name] = lambda row, i=index: row.cells[i].score
+    value = values.get(sort.removeprefix("-"))
+    if value is None:
+        return None
+    ordered = sorted(rows, key=lambda row: natural_key(row.eval_id))
+    present = [r for r in ordered if value(r) is not None]
+    missing = [r for r in ordered if value(r) is None]
+    present.sort(key=value, reverse=sort.startswith("-"))
+    return present + missing
 
 
 @dataclass
@@ -89,29 +156,62 @@ class IterationDetail:
     conditions: list[str]
     rows: list[EvalRow]
     assertion_classes: dict[str, list[stats.AssertionContrast]]
+    #: Every flaky assertion, flakiest first (`stats.rank_flaky`).
     flaky: list[stats.AssertionTally]
+    #: The first of them, which the matrix badges (`stats.most_flaky`).
+    badged: list[stats.AssertionTally]
     repeated: dict[str, stats.RepeatedRunScore]
     tags: list[str]
 
     def filtered(
-        self, *, tag: str = "", only: set[str] | frozenset[str] = frozenset()
+        self,
+        *,
+        tag: str = "",
+        only: set[str] | frozenset[str] = frozenset(),
+        movement: str = "",
     ) -> list[EvalRow]:
-        """The matrix rows that pass the page's filters."""
+        """The matrix rows that pass the page's filters, in the eval ids' natural order."""
         rows = self.rows
         if tag:
             rows = [r for r in rows if tag in r.tags]
         for name in FILTERS:
             if name in only:
                 rows = [r for r in rows if getattr(r, name)]
+        if movement:
+            rows = [r for r in rows if r.movement == movement]
         return rows
 
     def matrix(
-        self, *, tag: str = "", only: set[str] | frozenset[str] = frozenset(), limit: int | None
+        self,
+        *,
+        tag: str = "",
+        only: set[str] | frozenset[str] = frozenset(),
+        movement: str = "",
+        sort: str = DEFAULT_SORT,
+        page: int | str = 1,
+        paged: bool = True,
     ) -> Matrix:
-        """The filtered rows, the first `limit` of them (all for None), and their count."""
-        rows = self.filtered(tag=tag, only=only)
-        shown = rows if limit is None else rows[:limit]
-        return Matrix(shown, len(rows), tag, frozenset(only))
+        """The filtered rows in `sort` order, page `page` of them (all when not `paged`)."""
+        unmoved = self.filtered(tag=tag, only=only)
+        movements = Counter(r.movement for r in unmoved)
+        rows = [r for r in unmoved if r.movement == movement] if movement else unmoved
+        ordered = sort_rows(rows, sort, self.conditions)
+        if ordered is None:
+            sort, ordered = DEFAULT_SORT, rows
+        shown, shown_page = ordered, None
+        if paged:
+            shown_page = Paginator(ordered, MATRIX_PAGE_ROWS).get_page(page)
+            shown = list(shown_page.object_list)
+        return Matrix(
+            rows=shown,
+            total=len(ordered),
+            sort=sort,
+            movements={name: movements[name] for name in MOVEMENTS},
+            page=shown_page,
+            tag=tag,
+            only=frozenset(only),
+            movement=movement,
+        )
 
     @property
     def assertion_class_count(self) -> int:
@@ -134,9 +234,11 @@ def iteration_detail(iteration: Iteration) -> IterationDetail:
 
     # Counted once: the flaky list and the assertion classes both read these tallies.
     tallies = assertion_tallies(iteration)
-    flaky = [t for t in tallies if t.flaky]
+    # In the evals' natural order, which the ranking keeps among equally flaky assertions.
+    flaky = stats.rank_flaky(sorted(tallies, key=lambda t: natural_key(t.eval_id)))
+    badged = stats.most_flaky(flaky)
     flaky_by_cell: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for tally in flaky:
+    for tally in badged:
         flaky_by_cell[(tally.eval_id, tally.condition)].append(tally.assertion_id)
 
     # The cells summarise_iterations grouped already, not a row per run.
@@ -149,7 +251,7 @@ def iteration_detail(iteration: Iteration) -> IterationDetail:
         previous_scores = dict(prev.treatment.score.per_eval)
     cases = _definitions(iteration)
     rows = []
-    for eval_id in summary.evals:
+    for eval_id in sorted(summary.evals, key=natural_key):
         row_cells = [cells.get((eval_id, name), Cell(name)) for name in conditions]
         by_name = {c.condition: c for c in row_cells}
         t = by_name[treatment].score if treatment else None
@@ -182,7 +284,9 @@ def iteration_detail(iteration: Iteration) -> IterationDetail:
         }
     repeated = _repeated(iteration, conditions, cells)
     tags = sorted({tag for tags, _, _ in cases.values() for tag in tags})
-    return IterationDetail(summary, previous, conditions, rows, classes, flaky, repeated, tags)
+    return IterationDetail(
+        summary, previous, conditions, rows, classes, flaky, badged, repeated, tags
+    )
 
 
 def _definitions(iteration: Iteration) -> dict[str, tuple[list[str], bool, str]]:

@@ -8,6 +8,8 @@ the same keys.
 from __future__ import annotations
 
 from .assertions import (
+    FLAKY_BADGES,
+    NOTABLE_FLAKY_SHARE,
     AssertionClass,
     AssertionContrast,
     AssertionTally,
@@ -17,6 +19,8 @@ from .assertions import (
     classify_assertions,
     classify_tallies,
     flaky_assertions,
+    most_flaky,
+    rank_flaky,
 )
 from .benchmark import (
     benchmark_disagreements,
@@ -100,6 +104,8 @@ from .verdicts import (
 
 __all__ = [
     "CONTROL_CONDITIONS",
+    "FLAKY_BADGES",
+    "NOTABLE_FLAKY_SHARE",
     "TREATMENT_CONDITIONS",
     "AssertionClass",
     "AssertionContrast",
@@ -153,6 +159,7 @@ __all__ = [
     "metric_stats",
     "most_runs_per_eval",
     "no_interval_reason",
+    "most_flaky",
     "normal_quantile",
     "outcomes_from_grading",
     "paired_delta",
@@ -161,6 +168,7 @@ __all__ = [
     "pass_rate_gain_per_1k_tokens",
     "per_eval_scores",
     "power_note",
+    "rank_flaky",
     "rate_sentence",
     "regularized_incomplete_beta",
     "repeated_run_score",

@@ -1,4 +1,10 @@
-"""Assertion analysis of one iteration: flaky assertions and treatment/control contrasts."""
+"""Assertion analysis of one iteration: flaky assertions and treatment/control contrasts.
+
+Flakiness is ranked, not just detected: with 10 runs per eval almost every assertion of a big
+iteration fails once, so "it flipped" says nothing. An assertion's `flakiness` is how surely
+its outcome goes either way; a page badges only the flakiest few whose rarer outcome is common
+enough to matter (`notably_flaky`, `most_flaky`), and lists the rest ranked below them.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from .intervals import wilson_interval
 from .rows import OutcomeRow, as_assertion_outcomes
+
+#: A flaky assertion is notable when its rarer outcome (pass or fail) comes in at least this
+#: share of its runs: 1 run in 4 — 1 of 3 is, 1 of 5 is not.
+NOTABLE_FLAKY_SHARE = 0.25
+#: How many of an iteration's notable flaky assertions a page badges: the flakiest.
+FLAKY_BADGES = 10
 
 
 class AssertionClass(StrEnum):
@@ -50,6 +63,24 @@ class AssertionTally:
         """Return whether it passed in some runs and failed in others."""
         return 0 < self.passed < self.runs
 
+    @property
+    def rarer_share(self) -> float:
+        """The share of runs with its rarer outcome: 0 when it never flipped, 0.5 at most."""
+        return min(self.passed, self.runs - self.passed) / self.runs if self.runs else 0.0
+
+    @property
+    def flakiness(self) -> float:
+        """How surely it goes either way: the low end of the Wilson 95% interval of its rarer
+        outcome's share. It grows as the pass rate nears one half and as runs add up: 1 of 3
+        gives 0.06, 2 of 4 gives 0.15, 5 of 10 gives 0.24; 0 when it never flipped."""
+        interval = wilson_interval(min(self.passed, self.runs - self.passed), self.runs)
+        return interval.low if interval and self.flaky else 0.0
+
+    @property
+    def notably_flaky(self) -> bool:
+        """Flaky, and its rarer outcome comes in at least NOTABLE_FLAKY_SHARE of its runs."""
+        return self.flaky and self.rarer_share >= NOTABLE_FLAKY_SHARE
+
 
 @dataclass(frozen=True)
 class AssertionContrast:
@@ -75,6 +106,18 @@ def assertion_tallies(outcomes: Iterable[OutcomeRow]) -> list[AssertionTally]:
 def flaky_assertions(outcomes: Iterable[OutcomeRow]) -> list[AssertionTally]:
     """Return the assertions that passed in some runs and failed in others, per condition."""
     return [t for t in assertion_tallies(outcomes) if t.flaky]
+
+
+def rank_flaky(tallies: Iterable[AssertionTally]) -> list[AssertionTally]:
+    """Return the flaky tallies, flakiest first: the notable ones before the rest, each by
+    flakiness, then by runs (more first); ties keep the order they came in."""
+    flaky = [t for t in tallies if t.flaky]
+    return sorted(flaky, key=lambda t: (not t.notably_flaky, -t.flakiness, -t.runs))
+
+
+def most_flaky(ranked: Iterable[AssertionTally], limit: int = FLAKY_BADGES) -> list[AssertionTally]:
+    """Return the first `limit` notable tallies of a `rank_flaky` ranking: those to badge."""
+    return [t for t in ranked if t.notably_flaky][:limit]
 
 
 def _category(treatment: AssertionTally | None, control: AssertionTally | None) -> AssertionClass:

@@ -16,8 +16,10 @@ from ..models import Iteration
 from ..names import findable
 from ..reading.benchmark import eval_magic_benchmark
 from ..reading.iteration import (
+    DEFAULT_SORT,
     LIST_FIRST_ITEMS,
-    MATRIX_FIRST_ROWS,
+    MATRIX_PAGE_ROWS,
+    MOVEMENTS,
     iteration_detail,
     reviews_of,
     runs_of_cell,
@@ -26,29 +28,35 @@ from .htmx import wants_fragment
 
 
 class IterationFilterForm(forms.Form):
+    """The matrix's state in the query string; a value it cannot read counts as not given."""
+
     tag = forms.CharField(required=False)
     only = forms.MultipleChoiceField(
         required=False,
-        choices=[
-            ("failures", "only failures"),
-            ("flaky", "only flaky"),
-            ("changed", "only changed vs previous"),
-        ],
+        choices=[("failures", "only failures"), ("flaky", "only flaky")],
         widget=forms.CheckboxSelectMultiple,
     )
-    #: "all": the whole matrix; by default the first MATRIX_FIRST_ROWS rows and a count.
-    rows = forms.ChoiceField(required=False, choices=[("", "first rows"), ("all", "all rows")])
+    #: improved, regressed, unchanged or new since the previous iteration (treatment score).
+    change = forms.ChoiceField(required=False, choices=[(m, m) for m in ("", *MOVEMENTS)])
+    #: "eval", "delta", "change" or "score:<condition>", '-' first for descending; the
+    #: matrix falls back to DEFAULT_SORT for one it does not have.
+    sort = forms.CharField(required=False, max_length=200)
+    page = forms.IntegerField(required=False, min_value=1)
+    #: "all": the whole matrix; by default pages of MATRIX_PAGE_ROWS rows.
+    rows = forms.ChoiceField(required=False, choices=[("", "a page"), ("all", "all rows")])
 
-    def filters(self) -> dict[str, Any]:
-        """The matrix filters asked for; none when the query string is not valid."""
-        if not self.is_valid():
-            return {"tag": "", "only": set()}
-        return {"tag": self.cleaned_data["tag"], "only": set(self.cleaned_data["only"])}
-
-    def limit(self) -> int | None:
-        """How many matrix rows to show: None for all of them."""
-        show_all = self.is_valid() and self.cleaned_data["rows"] == "all"
-        return None if show_all else MATRIX_FIRST_ROWS
+    def matrix_options(self) -> dict[str, Any]:
+        """IterationDetail.matrix's keyword arguments, from the fields that are valid."""
+        self.is_valid()
+        data = self.cleaned_data
+        return {
+            "tag": data.get("tag") or "",
+            "only": set(data.get("only") or ()),
+            "movement": data.get("change") or "",
+            "sort": data.get("sort") or DEFAULT_SORT,
+            "page": data.get("page") or 1,
+            "paged": data.get("rows") != "all",
+        }
 
 
 @require_GET
@@ -65,8 +73,9 @@ def iteration_page(request: HttpRequest, skill: str, number: int) -> HttpRespons
         "iteration": iteration,
         "form": form,
         "detail": detail,
-        "matrix": SimpleLazyObject(lambda: detail.matrix(**form.filters(), limit=form.limit())),
+        "matrix": SimpleLazyObject(lambda: detail.matrix(**form.matrix_options())),
         "list_limit": LIST_FIRST_ITEMS,
+        "page_rows": MATRIX_PAGE_ROWS,
         "reviews": SimpleLazyObject(lambda: reviews_of(iteration)),
     }
     return render(request, template_name, context)
