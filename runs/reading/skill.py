@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,7 +10,7 @@ from django.utils import timezone
 
 from .. import charts
 from ..models import Iteration, Skill
-from .summaries import IterationSummary, summarise_iterations
+from .summaries import ConditionSummary, IterationSummary, summarise_iterations
 
 
 def trend_points(skill: Skill) -> tuple[list[charts.TrendPoint], list[IterationSummary]]:
@@ -75,6 +76,40 @@ class SkillTrends:
     summaries: list[IterationSummary]
     #: Enough iterations that each chart takes the page's whole width.
     wide: bool = False
+
+
+#: The iteration table's orders ('-' first: descending): the trend's order, the treatment's and
+#: the control's score, the delta and the number of validity warnings.
+ITERATION_SORTS = ("iteration", "treatment", "control", "delta", "warnings")
+#: Newest first, as the table always listed them.
+DEFAULT_ITERATION_SORT = "-iteration"
+
+
+def sort_summaries(summaries: list[IterationSummary], sort: str) -> list[IterationSummary]:
+    """The iteration table's rows (newest first, as `SkillTrends.summaries`) in `sort` order.
+
+    Iterations without the value (no control, no delta) come last either way; equal values
+    keep the newest first. An unknown `sort` leaves them as they are.
+    """
+    position = {id(s): -i for i, s in enumerate(summaries)}  # oldest first: the trend's order
+    values: dict[str, Callable[[IterationSummary], object]] = {
+        "iteration": lambda s: position[id(s)],
+        "treatment": lambda s: _mean_score(s.treatment),
+        "control": lambda s: _mean_score(s.control),
+        "delta": lambda s: s.delta.mean if s.delta else None,
+        "warnings": lambda s: len(s.iteration.validity_warnings),
+    }
+    value = values.get(sort.removeprefix("-"))
+    if value is None:
+        return summaries
+    present = [s for s in summaries if value(s) is not None]
+    missing = [s for s in summaries if value(s) is None]
+    present.sort(key=value, reverse=sort.startswith("-"))  # stable: ties stay newest first
+    return present + missing
+
+
+def _mean_score(condition: ConditionSummary | None) -> float | None:
+    return condition.score.mean if condition and condition.score else None
 
 
 def skill_trends(skill: Skill) -> SkillTrends:
