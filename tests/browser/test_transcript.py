@@ -61,7 +61,7 @@ def test_a_matrix_cell_opens_its_runs_in_place(page: Page, screenshot: Screensho
     page.evaluate("window.evalsiteSameDocument = true")
     row = page.locator("#matrix tbody tr", has_text="timezone-boundary-flake").first
 
-    row.locator("td.cell").first.click()
+    row.locator("td.cell a.cell-link").first.click()
 
     drill = page.locator("tr.drilldown")
     expect(drill).to_have_count(1)
@@ -121,7 +121,7 @@ def test_hostile_markdown_runs_no_script_in_any_new_view(
     page.get_by_role("link", name=re.compile("^Show conversation")).first.click()
     expect(page.locator("ol.conversation li.event")).to_have_count(3)
     page.goto(ITERATION_3.replace("taming-flaky-tests", "hostile-skill").replace("/3/", "/1/"))
-    page.locator("#matrix td.cell").first.click()
+    page.locator("#matrix td.cell a.cell-link").first.click()
     expect(page.locator("tr.drilldown")).to_contain_text("unique-hostile-marker")
     page.wait_for_timeout(300)  # an onerror or onload would have fired by now
 

@@ -24,10 +24,12 @@ def sample() -> None:
     import_workspace([ROOT / "runs" / "sample"])
 
 
-def test_each_matrix_cell_asks_for_its_runs(client: Client, sample: None) -> None:
+def test_each_matrix_cell_links_to_its_runs(client: Client, sample: None) -> None:
     html = client.get(ITERATION_4).content.decode()
 
-    assert f'hx-get="{CELL}" hx-trigger="click once" hx-target="closest tr"' in html
+    # A link without JavaScript; htmx puts the runs in a row under the cell's row instead.
+    assert f'<a class="cell-link" href="{CELL}" hx-get="{CELL}" hx-trigger="click once">' in html
+    assert '<tbody hx-target="closest tr" hx-swap="afterend" hx-push-url="false">' in html
 
 
 def test_a_cell_gives_htmx_one_table_row_of_its_runs(client: Client, sample: None) -> None:

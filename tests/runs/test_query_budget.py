@@ -26,7 +26,7 @@ def page_urls() -> dict[str, str]:
         "overview": "/",
         "skill": f"/skills/{skill}/",
         "iteration": base,
-        "iteration-filtered": base + "?only=failures&only=changed",
+        "iteration-filtered": base + "?only=failures&only=flaky&change=improved&sort=-delta",
         "compare": f"/skills/{skill}/compare/?a=1&b={latest.number}",
         "eval": base + f"evals/{run.eval_id}/",
         "run": base + f"evals/{run.eval_id}/{run.condition.name}/{run.run_index}/",
