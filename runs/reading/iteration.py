@@ -128,7 +128,7 @@ def sort_rows(rows: list[EvalRow], sort: str, conditions: list[str]) -> list[Eva
     """`rows` in the order `sort` names ('-' first: descending), or None when it names none.
 
     Rows without the value (no score, no previous iteration) come last either way; rows with
-    equal values keep the eval ids' natural order.
+    equal values keep the order given (the matrix's: the eval ids' natural order).
     """
     values: dict[str, Callable[[EvalRow], object]] = {
         "eval": lambda row: natural_key(row.eval_id),
@@ -140,9 +140,8 @@ def sort_rows(rows: list[EvalRow], sort: str, conditions: list[str]) -> list[Eva
     value = values.get(sort.removeprefix("-"))
     if value is None:
         return None
-    ordered = sorted(rows, key=lambda row: natural_key(row.eval_id))
-    present = [r for r in ordered if value(r) is not None]
-    missing = [r for r in ordered if value(r) is None]
+    present = [r for r in rows if value(r) is not None]
+    missing = [r for r in rows if value(r) is None]
     present.sort(key=value, reverse=sort.startswith("-"))
     return present + missing
 
@@ -235,7 +234,8 @@ def iteration_detail(iteration: Iteration) -> IterationDetail:
     # Counted once: the flaky list and the assertion classes both read these tallies.
     tallies = assertion_tallies(iteration)
     # In the evals' natural order, which the ranking keeps among equally flaky assertions.
-    flaky = stats.rank_flaky(sorted(tallies, key=lambda t: natural_key(t.eval_id)))
+    order = {eval_id: natural_key(eval_id) for eval_id in {t.eval_id for t in tallies}}
+    flaky = stats.rank_flaky(sorted(tallies, key=lambda t: order[t.eval_id]))
     badged = stats.most_flaky(flaky)
     flaky_by_cell: dict[tuple[str, str], list[str]] = defaultdict(list)
     for tally in badged:
