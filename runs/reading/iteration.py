@@ -111,17 +111,8 @@ class Matrix:
     movement: str = ""
 
     @property
-    def hidden(self) -> int:
-        return self.total - len(self.rows)
-
-    @property
     def filtered(self) -> bool:
         return bool(self.tag or self.only or self.movement)
-
-    @property
-    def first_row(self) -> int:
-        """The number of the page's first row (1-based), 0 when there is none."""
-        return self.page.start_index() if self.page else min(1, self.total)
 
 
 def sort_rows(rows: list[EvalRow], sort: str, conditions: list[str]) -> list[EvalRow] | None:
