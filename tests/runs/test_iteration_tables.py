@@ -384,3 +384,23 @@ def test_the_skill_pages_iteration_table_sorts(client: Client, tmp_path: Path) -
     assert fragment.lstrip().startswith('<div id="iteration-table"')
     assert skill_table_order(fragment) == ["2", "3", "1"]
     assert sort_link("sort=-delta", "Delta (95% CI) ▲") in fragment
+
+
+def test_each_row_links_to_its_evals_history_where_the_visitor_may_open_it(
+    client: Client, two_iterations: str, django_user_model
+) -> None:
+    from accounts.sharing import share_view
+
+    html = get(client, two_iterations)
+    assert 'class="history-link small" href="/skills/tables/evals/2/"' in html
+    assert client.get("/skills/tables/evals/2/").status_code == 200
+
+    # An iteration's share link opens what lies beneath the iteration, not the skill's
+    # history: its matrix (cached apart from everyone else's) links none.
+    creator = django_user_model.objects.create_user("sharer", password="pw")
+    link = share_view(creator=creator, address=two_iterations)
+    visitor = Client()
+    visitor.get(f"/s/{link.secret}/")
+    shared = get(visitor, two_iterations)
+    assert "history-link" not in shared and 'href="/skills/tables/evals/' not in shared
+    assert "history-link" in get(client, two_iterations)
