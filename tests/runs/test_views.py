@@ -321,7 +321,8 @@ def test_a_big_iteration_shows_its_first_rows_and_lists_with_counts(
 
     html = page(client, big_iteration)
     matrix = html.split('id="matrix"')[1].split("</table>")[0]
-    assert matrix.count("/evals/eval-") == MATRIX_PAGE_ROWS
+    assert matrix.count("/iterations/1/evals/eval-") == MATRIX_PAGE_ROWS  # a link per row
+    assert matrix.count('class="history-link small"') == MATRIX_PAGE_ROWS  # and its history
     assert "Show all 60 evals" in html and "?rows=all" in html
     classes = html.split('id="assertion-classes"')[1].split('class="more"')[0]
     assert classes.count("<code>helps</code>") == LIST_FIRST_ITEMS
@@ -329,7 +330,7 @@ def test_a_big_iteration_shows_its_first_rows_and_lists_with_counts(
     assert f'href="{big_iteration}assertions/"' in html
 
     everything = page(client, f"{big_iteration}?rows=all")
-    assert everything.split('id="matrix"')[1].split("</table>")[0].count("/evals/eval-") == 60
+    assert everything.split('id="matrix"')[1].split("</table>")[0].count("/iterations/1/evals/eval-") == 60
     assert "Show all 60 evals" not in everything
 
     fragment = page(client, f"{big_iteration}?rows=all", HTTP_HX_REQUEST="true")
