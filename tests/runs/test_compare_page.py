@@ -326,3 +326,26 @@ def test_a_shared_skill_links_only_diffs_its_link_opens(user, tmp_path) -> None:
     outsider.get(reverse("share", args=[compare_link.secret]))
     shared = page(outsider, "a=1&b=2")
     assert "/diff/" not in shared and "/evals/e1/" not in shared
+
+
+@pytest.mark.parametrize(
+    "eval_id", ["e1", "with space", "a&b'c", "100%", "ünï-çødé", "q?x#y", "semi;colon", "a/b", ""]
+)
+def test_row_addresses_are_what_reverse_gives(rf, eval_id) -> None:
+    """The rows' links are reversed once per page and the eval id quoted in; each must be
+    the address `reverse` gives, and none where no address can hold the id."""
+    from django.urls import NoReverseMatch, reverse
+
+    from runs.templatetags.compare import EvalAddresses
+
+    request = rf.get("/")
+    for name, args in (
+        ("runs:eval", ["demo skill&1", 3]),
+        ("runs:diff", ["demo-skill", 12]),
+        ("runs:eval_history", ["dëmo"]),
+    ):
+        try:
+            expected = reverse(name, args=[*args, eval_id])
+        except NoReverseMatch:
+            expected = ""
+        assert EvalAddresses(request, name, *args)(eval_id) == expected
