@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from .intervals import wilson_interval
-from .rows import OutcomeRow, as_assertion_outcomes
+from .rows import AssertionOutcome, OutcomeRow
 
 #: A flaky assertion is notable when its rarer outcome (pass or fail) comes in at least this
 #: share of its runs: 1 run in 4 — 1 of 3 is, 1 of 5 is not.
@@ -98,9 +98,15 @@ class AssertionContrast:
 def assertion_tallies(outcomes: Iterable[OutcomeRow]) -> list[AssertionTally]:
     """Return passes/runs per (condition, eval, assertion), sorted by those keys."""
     counts: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
-    for o in as_assertion_outcomes(outcomes):
-        tally = counts[(o.condition, o.eval_id, o.assertion_id)]
-        tally[0] += o.passed
+    # Mappings read as they come: a comparison counts thousands, and building an
+    # AssertionOutcome for each was most of the count.
+    for o in outcomes:
+        if isinstance(o, AssertionOutcome):
+            key, passed = (o.condition, o.eval_id, o.assertion_id), o.passed
+        else:
+            key, passed = (o["condition"], o["eval_id"], o["assertion_id"]), o["passed"]
+        tally = counts[key]
+        tally[0] += passed
         tally[1] += 1
     return [AssertionTally(*key, passed, runs) for key, (passed, runs) in sorted(counts.items())]
 
