@@ -11,10 +11,11 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from datetime import datetime
+from typing import Any, Literal, NamedTuple
 
 from .. import stats
-from ..models import Condition, EvalCase, Iteration, Skill
+from ..models import Condition, EvalCase, Iteration, Run, Skill
 from ..roles import Role
 from .samples import assertion_outcomes, run_samples
 from .summaries import IterationSummary, summarise_iterations
@@ -87,12 +88,17 @@ def compare(
         after_condition,
         after_condition if same and after_condition else f"#{after.number}",
     )
-    weights = dict(after.runs.order_by().values_list("eval_id", "eval_case__weight").distinct())
+    cases = {before.pk: _eval_cases(before)}
+    cases[after.pk] = cases[before.pk] if same else _eval_cases(after)
+    weights = {case.eval_id: case.weight for case in cases[after.pk]}
     result = stats.compare_iterations(b, a, weights=weights)
     warnings: list[str] = []
     profiles = None
     if not same:
-        profiles = (_profile(before, b.outcomes), _profile(after, a.outcomes))
+        profiles = (
+            _profile(before, cases[before.pk], b.outcomes),
+            _profile(after, cases[after.pk], a.outcomes),
+        )
         warnings = stats.comparison_warnings(*profiles)
     headline = stats.compare_headline(
         b,
@@ -102,12 +108,12 @@ def compare(
         profiles=None if before_condition and after_condition else profiles,
         differences=stats.setting_differences(*profiles) if profiles else (),
     )
-    names = dict(
-        EvalCase.objects.filter(runs__iteration__in=[before, after])
-        .exclude(name="")
-        .order_by("created_at")
-        .values_list("eval_id", "name")
+    # Where two definitions of an eval differ in name, the one made last is read.
+    named = sorted(
+        (case for case in {*cases[before.pk], *cases[after.pk]} if case.name),
+        key=lambda case: (case.created_at, case.pk),
     )
+    names = {case.eval_id: case.name for case in named}
     data_warnings = stats.comparison_warnings(*profiles, settings=False) if profiles else []
     deltas = (summaries[before.pk].delta, summaries[after.pk].delta)
     return Comparison(before, after, b, a, result, warnings, headline, data_warnings, names, deltas)
@@ -137,10 +143,27 @@ def _side(
     )
 
 
-def _profile(iteration: Iteration, outcomes: Sequence[Any]) -> stats.IterationProfile:
-    fingerprints = dict(
-        iteration.runs.order_by().values_list("eval_id", "eval_case__fingerprint").distinct()
-    )
+class _EvalCaseRow(NamedTuple):
+    pk: int
+    eval_id: str
+    weight: float
+    fingerprint: str
+    name: str
+    created_at: datetime
+
+
+def _eval_cases(iteration: Iteration) -> list[_EvalCaseRow]:
+    """The definitions the iteration's runs ran: each read once (a join from its runs read
+    every run's row, conversations and all, to find sixty definitions)."""
+    ran = Run.objects.filter(iteration=iteration).values("eval_case_id")
+    rows = EvalCase.objects.filter(pk__in=ran).order_by().values_list(*_EvalCaseRow._fields)
+    return [_EvalCaseRow(*row) for row in rows]
+
+
+def _profile(
+    iteration: Iteration, cases: Sequence[_EvalCaseRow], outcomes: Sequence[Any]
+) -> stats.IterationProfile:
+    fingerprints = {case.eval_id: case.fingerprint for case in cases}
     assertion_ids: dict[str, set[str]] = defaultdict(set)
     for outcome in outcomes:
         assertion_ids[outcome["eval_id"]].add(outcome["assertion_id"])
