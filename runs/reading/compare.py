@@ -134,12 +134,13 @@ def _side(
         first = summary.treatment or (summary.conditions[0] if summary.conditions else None)
         treatment = first.name if first else ""
         control = summary.control.name if summary.control else None
+    runs = run_samples(iteration)
     return stats.IterationRuns(
         label=label,
         treatment=treatment,
         control=control,
-        runs=run_samples(iteration),
-        outcomes=assertion_outcomes([iteration]),
+        runs=runs,
+        outcomes=assertion_outcomes([iteration], runs),
     )
 
 

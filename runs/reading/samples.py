@@ -26,16 +26,23 @@ def run_samples(iteration: Iteration) -> list[dict[str, Any]]:
     return rows
 
 
-def assertion_outcomes(iterations: Iterable[Iteration]) -> list[dict[str, Any]]:
+def assertion_outcomes(
+    iterations: Iterable[Iteration], runs: Iterable[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     """Every substantive assertion result of the iterations, as `AssertionOutcome` rows.
 
     `passed` is the reviewer's override where there is one: overrides count in every statistic.
+    Errored runs' results are left out: given the iterations' `run_samples` rows as `runs`,
+    by those, so that the query reads only indexes (a run's status lies after its
+    conversation in the row, and a comparison reads thousands of results).
     """
+    results = AssertionResult.objects.filter(
+        grading__run__iteration__in=list(iterations), is_meta=False
+    )
+    if runs is None:
+        results = results.exclude(grading__run__status="errored")
     rows = list(
-        AssertionResult.objects.filter(grading__run__iteration__in=list(iterations), is_meta=False)
-        .exclude(grading__run__status="errored")
-        .order_by()
-        .values(
+        results.order_by().values(
             "assertion_id",
             "passed",
             "override_passed",
@@ -49,6 +56,19 @@ def assertion_outcomes(iterations: Iterable[Iteration]) -> list[dict[str, Any]]:
         override = row.pop("override_passed")
         if override is not None:
             row["passed"] = override
+    if runs is not None:
+        errored = {
+            (run["iteration_id"], run["eval_id"], run["condition"], run["run_index"])
+            for run in runs
+            if run["status"] == "errored"
+        }
+        if errored:
+            rows = [
+                row
+                for row in rows
+                if (row["iteration_id"], row["eval_id"], row["condition"], row["run_index"])
+                not in errored
+            ]
     return rows
 
 

@@ -349,3 +349,23 @@ def test_row_addresses_are_what_reverse_gives(rf, eval_id) -> None:
         except NoReverseMatch:
             expected = ""
         assert EvalAddresses(request, name, *args)(eval_id) == expected
+
+
+def test_outcomes_leave_errored_runs_out_whether_read_by_join_or_by_the_runs(tmp_path) -> None:
+    """The compare page drops errored runs' results by its run rows, not by a join: the same
+    rows either way."""
+    from runs.models import Iteration, Run
+    from runs.reading.samples import assertion_outcomes, run_samples
+
+    two_iterations(tmp_path, SPREAD_BEFORE, SPREAD_AFTER)
+    iteration = Iteration.objects.get(number=1)
+    Run.objects.filter(iteration=iteration, eval_id="e2", run_index=1).update(status="errored")
+
+    def key(row: dict) -> tuple:
+        return tuple(sorted(row.items()))
+
+    joined = assertion_outcomes([iteration])
+    by_runs = assertion_outcomes([iteration], run_samples(iteration))
+    assert sorted(map(key, by_runs)) == sorted(map(key, joined))
+    assert len(joined) == 3 * 2 * 2 * 4 - 2 * 4  # 3 evals x 2 conditions x 2 runs x a1–a4
+    assert not [r for r in joined if r["eval_id"] == "e2" and r["run_index"] == 1]
