@@ -48,14 +48,24 @@ class EvalAddresses:
         address = reverse(name, args=[*args, _MARKER])
         self.prefix, _, self.suffix = address.rpartition(_MARKER)
         self.link = getattr(request, "share_link", None)
+        #: Whether the share link opens this view whatever the eval: asked once, unless its
+        #: scope names an eval (then it is asked per address).
+        self.opened: bool | None = None
+        if (
+            self.link is not None
+            and "eval_id" not in self.link.SCOPE_KEYS[self.link.Kind(self.link.kind)]
+        ):
+            self.opened = self.link.opens(address)
 
     def __call__(self, eval_id: str) -> str:
         if not eval_id or "/" in eval_id:
             return ""
         address = self.prefix + quote(eval_id, safe=_PATH_SAFE) + self.suffix
-        if self.link is not None and not self.link.opens(address):
-            return ""
-        return address
+        if self.link is None or self.opened:
+            return address
+        if self.opened is None and self.link.opens(address):
+            return address
+        return ""
 
 
 def _links(context: template.Context, comparison: Comparison, skill: str) -> dict[str, Any]:

@@ -369,3 +369,20 @@ def test_outcomes_leave_errored_runs_out_whether_read_by_join_or_by_the_runs(tmp
     assert sorted(map(key, by_runs)) == sorted(map(key, joined))
     assert len(joined) == 3 * 2 * 2 * 4 - 2 * 4  # 3 evals x 2 conditions x 2 runs x a1–a4
     assert not [r for r in joined if r["eval_id"] == "e2" and r["run_index"] == 1]
+
+
+def test_row_addresses_ask_an_eval_scoped_link_about_each_eval(user, rf, tmp_path) -> None:
+    """A link to one eval opens that eval's page only: asked per eval id, not once per view."""
+    from accounts.sharing import share_view
+    from runs.templatetags.compare import EvalAddresses
+
+    two_iterations(tmp_path, SPREAD_BEFORE, SPREAD_AFTER)
+    request = rf.get("/")
+    request.share_link = share_view(
+        creator=user, address="/skills/demo-skill/iterations/1/evals/e1/"
+    ).link
+    eval_pages = EvalAddresses(request, "runs:eval", "demo-skill", 1)
+    assert eval_pages("e1") == "/skills/demo-skill/iterations/1/evals/e1/"
+    assert eval_pages("e2") == ""
+    assert EvalAddresses(request, "runs:eval", "demo-skill", 2)("e1") == ""
+    assert EvalAddresses(request, "runs:eval_history", "demo-skill")("e1") == ""
