@@ -91,7 +91,7 @@ def _diff_href(base: str, before_run: str, after_run: str, ib: str) -> SafeStrin
 
 
 def _interval(estimate: Estimate) -> SafeString:
-    """`runs/_eval_interval.html`: the change's interval over runs, or why there is none."""
+    """The change's interval over runs, or why there is none (a word and a title for each)."""
     if estimate.interval and estimate.interval.low != estimate.interval.high:
         return format_html('<span class="muted small">{}</span>', interval(estimate.interval, True))
     if estimate.interval:
