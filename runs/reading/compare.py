@@ -7,7 +7,6 @@ filters and cuts its per-eval rows for the page, each row knowing which runs to 
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import Any, Literal, NamedTuple
 
 from .. import stats
 from ..models import Condition, EvalCase, Iteration, Run, Skill
+from ..names import natural_key
 from ..roles import Role
 from .samples import assertion_outcomes, run_samples
 from .summaries import IterationSummary, summarise_iterations
@@ -254,15 +254,6 @@ class CompareTable:
     @property
     def flip_count(self) -> int:
         return sum(len(row.flips) for row in self.matching)
-
-
-def natural_key(text: str) -> tuple[tuple[int, int, str], ...]:
-    """Sort key putting eval 2 before eval 10 ("0, 1, 2, 10, 100"), digits before letters."""
-    return tuple(
-        (0, int(part), "") if part.isdigit() else (1, 0, part)
-        for part in re.split(r"(\d+)", text)
-        if part
-    )
 
 
 def _direction(change: stats.EvalChange) -> Direction:
