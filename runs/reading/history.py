@@ -25,6 +25,7 @@ from django.db.models import F
 from .. import stats
 from ..models import AssertionResult, Condition, EvalCase, Iteration, Role, Run, RunStatus, Skill
 from ..stats.scores import DELTA_BOUNDS, PASS_RATE_BOUNDS
+from .samples import outcome_rows
 from .triggers import description_changes
 
 #: Prompts longer than this are not word-diffed on the page (the diff would be the prompt).
@@ -388,7 +389,7 @@ def _outcomes(iteration_ids: list[int], eval_id: str) -> list[dict[str, Any]]:
 
     As `samples.assertion_outcomes`, for one eval: overrides count, errored runs do not.
     """
-    rows = list(
+    return outcome_rows(
         AssertionResult.objects.filter(
             grading__run__iteration_id__in=iteration_ids,
             grading__run__eval_id=eval_id,
@@ -396,21 +397,7 @@ def _outcomes(iteration_ids: list[int], eval_id: str) -> list[dict[str, Any]]:
         )
         .exclude(grading__run__status=RunStatus.ERRORED)
         .order_by("grading__run__iteration_id", "position", "pk")
-        .values(
-            "assertion_id",
-            "passed",
-            "override_passed",
-            iteration_id=F("grading__run__iteration_id"),
-            eval_id=F("grading__run__eval_id"),
-            condition=F("grading__run__condition__name"),
-            run_index=F("grading__run__run_index"),
-        )
     )
-    for row in rows:
-        override = row.pop("override_passed")
-        if override is not None:
-            row["passed"] = override
-    return rows
 
 
 def _condition_scores(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Count, F, IntegerField, Sum
+from django.db.models import Count, F, IntegerField, QuerySet, Sum
 from django.db.models.functions import Cast, Coalesce
 
 from .. import stats
@@ -41,21 +41,7 @@ def assertion_outcomes(
     )
     if runs is None:
         results = results.exclude(grading__run__status="errored")
-    rows = list(
-        results.order_by().values(
-            "assertion_id",
-            "passed",
-            "override_passed",
-            iteration_id=F("grading__run__iteration_id"),
-            eval_id=F("grading__run__eval_id"),
-            condition=F("grading__run__condition__name"),
-            run_index=F("grading__run__run_index"),
-        )
-    )
-    for row in rows:
-        override = row.pop("override_passed")
-        if override is not None:
-            row["passed"] = override
+    rows = outcome_rows(results.order_by())
     if runs is not None:
         errored = {
             (run["iteration_id"], run["eval_id"], run["condition"], run["run_index"])
@@ -69,6 +55,27 @@ def assertion_outcomes(
                 if (row["iteration_id"], row["eval_id"], row["condition"], row["run_index"])
                 not in errored
             ]
+    return rows
+
+
+def outcome_rows(results: QuerySet[AssertionResult]) -> list[dict[str, Any]]:
+    """`results` as `AssertionOutcome` rows, in their order: the run's keys, and as `passed`
+    the reviewer's override where there is one (overrides count in every statistic)."""
+    rows = list(
+        results.values(
+            "assertion_id",
+            "passed",
+            "override_passed",
+            iteration_id=F("grading__run__iteration_id"),
+            eval_id=F("grading__run__eval_id"),
+            condition=F("grading__run__condition__name"),
+            run_index=F("grading__run__run_index"),
+        )
+    )
+    for row in rows:
+        override = row.pop("override_passed")
+        if override is not None:
+            row["passed"] = override
     return rows
 
 
