@@ -86,7 +86,10 @@
     window.Plotly.newPlot(element, figure.data || [], figure.layout || {}, PLOT_CONFIG).then(
       function (plot) {
         plot.on("plotly_click", followClickedPoint);
-        fitChart(plot);
+        // Marked once laid out to its final size (a test photographs it then, not mid-way).
+        Promise.resolve(fitChart(plot)).then(function () {
+          element.setAttribute("data-chart-fitted", "");
+        });
         var figureElement = element.closest("figure");
         var numbers = figureElement && figureElement.querySelector("details.chart-data");
         if (numbers) {
@@ -136,8 +139,9 @@
       update.height = full.height + Math.ceil(short);
     }
     if (Object.keys(update).length) {
-      window.Plotly.relayout(plot, update);
+      return window.Plotly.relayout(plot, update);
     }
+    return null;
   }
 
   var refitTimer = null;

@@ -65,7 +65,7 @@ ANONYMOUS_PAGES: dict[str, str] = {
 #: Pages a share link of the skill SKILL (or TRIGGER_SKILL) opens, as its visitor sees them.
 SHARED_PAGES = ("skill", "iteration", "compare", "eval", "eval-history", "diff", "run", "trigger")
 #: The pages the README shows; docs/ holds reduced copies of their window-sized shots.
-DOCS_PAGES = ("overview", "skill", "iteration", "compare", "eval")
+DOCS_PAGES = ("overview", "skill", "iteration", "compare", "eval", "eval-history")
 
 #: Named URLs that are not a page a person opens, with why.
 NOT_PAGES: dict[str, str] = {
@@ -124,3 +124,7 @@ def settle(page: Page) -> None:
     page.wait_for_load_state("networkidle")
     if page.locator("[data-chart]").count():
         expect(page.locator("[data-chart]").first).to_have_attribute("data-chart-rendered", "")
+    drawn = page.locator("[data-chart-rendered]")
+    for index in range(drawn.count()):
+        # Laid out to its final height: a legend that wraps grows the chart after drawing.
+        expect(drawn.nth(index)).to_have_attribute("data-chart-fitted", "")

@@ -50,7 +50,7 @@ def tables(tmp_path: Path, sample: None) -> str:
 
 
 def eval_ids(page: Page) -> Locator:
-    return page.locator("#matrix tbody tr td:first-child > a")
+    return page.locator("#matrix tbody tr td:first-child > a:first-child")
 
 
 def mark_document(page: Page) -> None:
@@ -108,6 +108,8 @@ def test_a_cell_reached_by_keyboard_opens_its_runs(page: Page, tables: str) -> N
     page.goto(tables)
     mark_document(page)
     eval_ids(page).nth(2).focus()  # the eval "2" in the row's first column
+    page.keyboard.press("Tab")
+    expect(page.locator("#matrix tbody tr").nth(2).locator("a.history-link")).to_be_focused()
     page.keyboard.press("Tab")
     cell = page.locator("#matrix tbody tr").nth(2).locator("a.cell-link").first
     expect(cell).to_be_focused()

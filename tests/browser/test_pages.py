@@ -43,7 +43,7 @@ def is_same_document(page: Page) -> bool:
 
 
 def matrix_evals(page: Page) -> Locator:
-    return page.locator("#matrix tbody tr td:first-child a")
+    return page.locator("#matrix tbody tr td:first-child > a:first-child")
 
 
 def expect_charts_drawn(page: Page) -> None:

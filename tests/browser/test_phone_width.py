@@ -63,9 +63,9 @@ def visit(page: Page, name: str, address: str, too_wide: dict[str, int]) -> None
     if (extra := sideways(page)) > 0:
         too_wide[name] = extra
     page.evaluate("window.scrollTo(0, 0)")
-    page.screenshot(path=PAGE_SHOTS / f"{name}-{PHONE}.png", full_page=True)
-    if name in DOCS_PAGES:
+    if name in DOCS_PAGES:  # first: a full-page shot resizes the window, redrawing charts
         page.screenshot(path=DOCS_SHOTS / f"{name}-{PHONE}.png")
+    page.screenshot(path=PAGE_SHOTS / f"{name}-{PHONE}.png", full_page=True)
 
 
 def test_no_page_scrolls_sideways_at_375_px(
