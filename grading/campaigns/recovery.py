@@ -47,13 +47,17 @@ def resend_lost(*, campaign: Campaign | None = None) -> Resent:
         runs = runs.filter(iteration__campaign=campaign)
         iterations = iterations.filter(campaign=campaign)
     for run in runs:
-        # The rule that found it, as a conditional update: of two sweeps, one sends.
-        if QueuedRun.objects.lost(now).filter(pk=run.pk).update(sent_at=now):
+        # Claimed by a compare-and-set on the row's own columns, as read: of two sweeps, one
+        # sends. (A condition through a join would move into a subquery, which PostgreSQL
+        # does not re-check after waiting for the other sweep's row lock.)
+        claim = {"sent_at": run.sent_at, "state": run.state, "heartbeat_at": run.heartbeat_at}
+        if QueuedRun.objects.filter(pk=run.pk, **claim).update(sent_at=now):
             _send(tasks.play_run, run.pk, QueuedRun.objects.filter(pk=run.pk), run.sent_at)
             log.warning("sent %s again: %s", run, _why(run))
             resent.runs.append(run.pk)
     for iteration in iterations:
-        if QueuedIteration.objects.unfinalised(now).filter(pk=iteration.pk).update(sent_at=now):
+        claim = {"sent_at": iteration.sent_at, "state": iteration.state}
+        if QueuedIteration.objects.filter(pk=iteration.pk, **claim).update(sent_at=now):
             rows = QueuedIteration.objects.filter(pk=iteration.pk)
             _send(tasks.finalise_iteration, iteration.pk, rows, iteration.sent_at)
             log.warning("sent the finalisation of %s again: nobody alive is doing it", iteration)
