@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from urllib.parse import urlencode
 
+from django import forms
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
 from django.urls import NoReverseMatch, reverse
 
@@ -21,18 +23,27 @@ from ..models import NumberMoved
 NUMBER_PARAMETERS = ("a", "b", "ib")
 
 
+def _names(value: object, old: int) -> bool:
+    """Whether `value` is the moved number as the views read it: "02", "2.0" and "+2" are
+    #2 to an IntegerField, so they must be rewritten too, or the 301 points at itself."""
+    try:
+        return forms.IntegerField(required=False).clean(str(value)) == old
+    except ValidationError:
+        return False
+
+
 def moved_address(request: HttpRequest, moved: NumberMoved) -> str:
     """The address asked for, with the moved number replaced wherever it names it."""
     match = request.resolver_match
     kwargs = dict(match.kwargs) if match is not None else {}
-    if "number" in kwargs and str(kwargs["number"]) == str(moved.old):  # the API's are str
+    if "number" in kwargs and _names(kwargs["number"], moved.old):  # the API's are str
         kwargs["number"] = moved.number
     try:
         path = reverse(match.view_name, kwargs=kwargs) if match is not None else request.path
     except NoReverseMatch:
         path = request.path
     pairs = [
-        (key, str(moved.number) if key in NUMBER_PARAMETERS and value == str(moved.old) else value)
+        (key, str(moved.number) if key in NUMBER_PARAMETERS and _names(value, moved.old) else value)
         for key, values in request.GET.lists()
         for value in values
     ]

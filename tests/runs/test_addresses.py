@@ -307,3 +307,37 @@ def test_a_shared_comparison_follows_a_moved_number(tmp_path: Path, user) -> Non
     assert visitor.get(moved["Location"]).status_code == 200
     again = Client().get(reverse("share", args=[created.secret]))
     assert again["Location"] == f"{BASE}compare/?a=1&b=7"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("compare/?a=1&b=02", "compare/?a=1&b=7"),
+        ("compare/?a=1&b=2.0", "compare/?a=1&b=7"),
+        (
+            "iterations/1/evals/alpha/diff/?a=with_skill%2F1&b=with_skill%2F1&ib=%2B2",
+            "iterations/1/evals/alpha/diff/?a=with_skill%2F1&b=with_skill%2F1&ib=7",
+        ),
+    ],
+)
+def test_a_moved_number_written_otherwise_redirects_once_not_in_a_loop(
+    tmp_path: Path, client: Client, old: str, new: str
+) -> None:
+    moved_skill(tmp_path)
+
+    response = client.get(BASE + old)
+
+    assert response.status_code == 301
+    assert response["Location"] == BASE + new
+    assert client.get(response["Location"]).status_code == 200
+
+
+def test_a_moved_number_written_otherwise_in_the_api_redirects_once(
+    tmp_path: Path, api: Client
+) -> None:
+    moved_skill(tmp_path)
+
+    response = api.get(f"/api/skills/{SKILL}/iterations/02/runs?page=1")
+
+    assert response.status_code == 301
+    assert response["Location"] == f"/api/skills/{SKILL}/iterations/7/runs?page=1"
