@@ -298,6 +298,8 @@ class FakeAnthropic:
         self._responder: Responder | None = None
         self.script = script
         self._calls = 0
+        self.waiting = 0  # answers being delayed right now
+        self.peak_waiting = 0  # the most answers ever delayed at once (concurrency, not timing)
         self._cache: set[str] = set()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -617,8 +619,16 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(outcome, Fault) and outcome.kind == "slow":
             wait += outcome.seconds
             outcome = reply("fakeapi: slow reply")
-        if wait and fake._stopping.wait(wait):
-            outcome = dropped()
+        if wait:
+            with fake._lock:
+                fake.waiting += 1
+                fake.peak_waiting = max(fake.peak_waiting, fake.waiting)
+            try:
+                if fake._stopping.wait(wait):
+                    outcome = dropped()
+            finally:
+                with fake._lock:
+                    fake.waiting -= 1
         self._send(request, outcome)
 
     def do_GET(self) -> None:
