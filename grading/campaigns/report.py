@@ -36,6 +36,9 @@ class CampaignResult:
     #: The plans a dry run checked, and what it found of the sandbox.
     plans: list[Plan] = field(default_factory=list)
     sandbox: str = ""
+    #: Why the campaign stopped dispatching before its last run ("the budget of $5.00 would
+    #: be exceeded"), "" when nothing stopped it. What finished is imported all the same.
+    budget_stopped: str = ""
 
     @property
     def regression(self) -> bool:
