@@ -281,6 +281,15 @@ LOGOUT_REDIRECT_URL = "accounts:login"
 # needs an account, and the API still needs a token or a session for writes.
 EVALSITE_PUBLIC_READ = env_bool("EVALSITE_PUBLIC_READ", False)
 
+# The site's address as people open it ("https://evals.example.com", a path prefix allowed):
+# what the pull-request summaries written outside a request (runevals, importworkspace
+# --summary) link to. Empty: those links are paths; the API's summaries use the request's host.
+EVALSITE_SITE_URL = os.environ.get("EVALSITE_SITE_URL", "").strip().rstrip("/")
+if EVALSITE_SITE_URL and not EVALSITE_SITE_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured(
+        f"EVALSITE_SITE_URL must start with http:// or https://, got {EVALSITE_SITE_URL!r}"
+    )
+
 # Where runevals writes iteration folders (and where the sample lives once copied).
 EVALSITE_WORKSPACE_DIR = Path(
     os.environ.get("EVALSITE_WORKSPACE_DIR") or BASE_DIR / "workspace"

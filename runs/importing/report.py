@@ -35,6 +35,8 @@ class ImportReport:
     placed: list[tuple[str, str, str, str]] = field(default_factory=list)
     #: (skill, folder) for each skill folder read.
     skill_folders: list[tuple[str, str]] = field(default_factory=list)
+    #: The pks of the iterations this import created or updated (what --summary reports).
+    written: list[int] = field(default_factory=list)
 
     def count(self, kind: str, outcome: str, n: int = 1) -> None:
         if n:

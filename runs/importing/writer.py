@@ -117,13 +117,15 @@ class Writer:
             set(self.touched_skills),
             copy.deepcopy(self.report.counts),
             list(self.report.notes),
+            list(self.report.written),
         )
 
     def restore(self, saved: tuple[object, ...]) -> None:
-        skills, cases, counted, touched, counts, notes = saved
+        skills, cases, counted, touched, counts, notes, written = saved
         self.skills, self.known_cases, self.touched_skills = skills, cases, touched  # type: ignore[assignment]
         self.counted_cases = counted  # type: ignore[assignment]
         self.report.counts, self.report.notes = counts, notes  # type: ignore[assignment]
+        self.report.written = written  # type: ignore[assignment]
 
     def skip_unchanged(self, *, skill_name: str, content_hash: str, label: str) -> bool:
         """Count and skip an iteration whose files were already imported byte for byte for
@@ -159,6 +161,7 @@ class Writer:
                 existing.provenance = parsed.provenance
                 existing.save(update_fields=["provenance", "updated_at"])
                 self.report.count("iterations", "updated")
+                self.report.written.append(existing.pk)
                 self.report.count("runs", "skipped", existing.runs.count())
                 return existing
             self.report.count("iterations", "skipped")
@@ -202,6 +205,7 @@ class Writer:
                 setattr(iteration, name, value)
             iteration.save()
             self.report.count("iterations", "updated")
+        self.report.written.append(iteration.pk)
 
         conditions = self._conditions(iteration, parsed)
         cases = self.eval_cases(skill, parsed.evals)

@@ -1,0 +1,210 @@
+"""CI output: the pull-request summary and the JUnit file, by the module, the commands and
+the API, on two iterations whose changes are counted by hand."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from junitparser import Error, Failure, JUnitXml, Skipped
+from markdown_it import MarkdownIt
+
+from runs.importing import import_workspace
+from runs.models import Iteration
+from runs.reporting import iteration_outcomes, junit_xml, marker, summary_markdown
+from tests.factories import eval_magic_iteration, write_json
+
+pytestmark = pytest.mark.django_db
+
+SKILL = "demo-skill"
+PASS, FAIL = {"a1": True}, {"a1": False}
+#: An eval id an agent could write: a link, raw HTML, a mention, backticks, a pipe.
+HOSTILE_ID = "[x](javascript:alert(1))<img src=x onerror=alert(2)>@octocat`|`"
+
+
+def cells(**by_eval: tuple[list, list]) -> dict:
+    return {
+        (eval_id, condition): runs
+        for eval_id, (with_skill, without_skill) in by_eval.items()
+        for condition, runs in (("with_skill", with_skill), ("without_skill", without_skill))
+    }
+
+
+def two_iterations(root: Path) -> None:
+    """#1 then #2: alpha regresses (1.00 → 0.00), gamma improves (0.00 → 1.00), beta holds;
+    in #2, one of beta's without_skill runs errored."""
+    eval_magic_iteration(
+        root,
+        label="iteration-1",
+        cells=cells(
+            alpha=([PASS] * 5, [FAIL] * 5),
+            beta=([PASS] * 5, [PASS] * 5),
+            gamma=([FAIL] * 5, [FAIL] * 5),
+        ),
+    )
+    second = eval_magic_iteration(
+        root,
+        label="iteration-2",
+        timestamp="2026-05-02T10:00:00Z",
+        cells=cells(
+            alpha=([FAIL] * 5, [FAIL] * 5),
+            beta=([PASS] * 5, [PASS] * 5),
+            gamma=([PASS] * 5, [FAIL] * 5),
+        ),
+    )
+    run = second / "eval-beta" / "without_skill" / "run-5"
+    (run / "grading.json").unlink()
+    write_json(run / "error.json", {"error": "API overloaded after 6 retries <&>"})
+
+
+@pytest.fixture
+def imported(tmp_path: Path) -> Iteration:
+    two_iterations(tmp_path)
+    import_workspace([tmp_path])
+    return Iteration.objects.get(skill__name=SKILL, label="iteration-2")
+
+
+def test_the_summary_names_the_verdict_delta_changes_and_links(imported: Iteration) -> None:
+    (outcome,) = iteration_outcomes([imported])
+
+    text = summary_markdown([outcome], base_url="https://evals.example.com/")
+
+    first, *rest = text.splitlines()
+    assert first == f"<!-- evalsite-summary skill={SKILL} -->"
+    body = "\n".join(rest)
+    # with − without: alpha 0, beta 0, gamma +1 → +0.33 over 3 evals, interval spanning 0.
+    assert "**Verdict:** difference not distinguishable from noise (+0.33" in body
+    assert "**Delta (treatment − control):** +0.33 (95% CI −" in body
+    assert "**Since #1:** 1 improved, 1 regressed" in body
+    assert "Regressed:\n- `alpha`: 1.00 → 0.00" in body
+    assert "Improved:\n- `gamma`: 0.00 → 1.00" in body
+    assert "30 runs (1 errored) over 3 evals." in body
+    assert (
+        f"[Iteration #{imported.number}](https://evals.example.com/skills/{SKILL}/iterations/"
+        in body
+    )
+    assert (
+        f"[Compare with #1](https://evals.example.com/skills/{SKILL}/compare/?a=1&b={imported.number})"
+        in body
+    )
+    assert "share link" not in body
+
+
+def test_the_first_iteration_says_there_is_nothing_before_it(imported: Iteration) -> None:
+    first = Iteration.objects.get(skill__name=SKILL, label="iteration-1")
+
+    text = summary_markdown(iteration_outcomes([first]))
+
+    assert "**Since the previous iteration:** none, this is the skill's first." in text
+    assert "Compare with" not in text
+    assert f"(/skills/{SKILL}/iterations/1/)" in text  # no site address: the paths
+
+
+def test_the_marker_stays_the_same_from_push_to_push(tmp_path: Path, imported: Iteration) -> None:
+    before = summary_markdown(iteration_outcomes([imported])).splitlines()[0]
+    eval_magic_iteration(tmp_path / "more", label="iteration-3", timestamp="2026-05-03T10:00:00Z")
+    import_workspace([tmp_path / "more"])
+    third = Iteration.objects.get(skill__name=SKILL, label="iteration-3")
+
+    after = summary_markdown(iteration_outcomes([third])).splitlines()[0]
+
+    assert before == after == marker([SKILL])
+    # A name that could close the comment is percent-encoded, and the order is fixed.
+    assert marker(["b-->x", "a"]) == "<!-- evalsite-summary skill=a,b--%3Ex -->"
+
+
+def test_a_delta_without_an_interval_says_why(tmp_path: Path) -> None:
+    eval_magic_iteration(tmp_path)  # one eval
+    import_workspace([tmp_path])
+
+    text = summary_markdown(iteration_outcomes([Iteration.objects.get()]))
+
+    assert "**Delta (treatment − control):** +0.50, no interval: 1 eval in both, at least 2" in text
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+def test_hostile_eval_names_cannot_add_links_html_or_mentions(tmp_path: Path) -> None:
+    # Five passing runs, then five failing: the eval's fall is a badge, so it is listed.
+    eval_magic_iteration(
+        tmp_path,
+        cells={(HOSTILE_ID, "with_skill"): [PASS] * 5, (HOSTILE_ID, "without_skill"): [PASS]},
+    )
+    eval_magic_iteration(
+        tmp_path,
+        label="iteration-2",
+        timestamp="2026-05-02T10:00:00Z",
+        cells={(HOSTILE_ID, "with_skill"): [FAIL] * 5, (HOSTILE_ID, "without_skill"): [FAIL]},
+    )
+    import_workspace([tmp_path])
+    latest = Iteration.objects.get(label="iteration-2")
+
+    text = summary_markdown(iteration_outcomes([latest]), base_url="https://evals.example.com")
+
+    assert HOSTILE_ID in text  # shown as written, in a code span
+    rendered = _Tags()
+    rendered.feed(MarkdownIt("commonmark").render(text))
+    assert {tag for tag, _ in rendered.tags} <= {"h3", "p", "strong", "code", "ul", "li", "a"}
+    hrefs = [attrs["href"] for tag, attrs in rendered.tags if tag == "a"]
+    assert hrefs and all(h.startswith("https://evals.example.com/skills/") for h in hrefs)
+    # Outside code spans nothing is left of it: no "@octocat" for GitHub to mention.
+    assert "@octocat" not in re.sub(r"(`+) .*? \1|(`+)[^`]*?\2", "", text)
+
+
+def test_the_junit_file_has_a_case_per_eval_and_condition(imported: Iteration) -> None:
+    xml = JUnitXml.fromstring(junit_xml(iteration_outcomes([imported])))
+
+    (suite,) = list(xml)
+    cases = {case.name: case for case in suite}
+    assert sorted(cases) == [
+        f"{e} ({c})" for e in ("alpha", "beta", "gamma") for c in ("with_skill", "without_skill")
+    ]
+    assert {case.classname for case in cases.values()} == {f"{SKILL}/#{imported.number}"}
+    # By hand: alpha's two cases and gamma without the skill failed a1; beta without errored.
+    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (6, 3, 1, 0)
+    assert (xml.tests, xml.failures, xml.errors) == (6, 3, 1)
+    failure = cases["alpha (with_skill)"].result
+    assert len(failure) == 1 and isinstance(failure[0], Failure)
+    assert failure[0].message == (
+        "regressed since #1: 1.00 → 0.00; assertions failed: a1 (5 of 5 runs)"
+    )
+    assert cases["alpha (without_skill)"].result[0].message == "assertions failed: a1 (5 of 5 runs)"
+    error = cases["beta (without_skill)"].result
+    assert isinstance(error[0], Error)
+    assert error[0].message == "run 5: API overloaded after 6 retries <&>"
+    assert cases["gamma (with_skill)"].is_passed and cases["beta (with_skill)"].is_passed
+
+
+def test_a_cell_without_gradings_is_skipped(tmp_path: Path) -> None:
+    eval_magic_iteration(
+        tmp_path, cells={("alpha", "with_skill"): [None], ("alpha", "without_skill"): [PASS]}
+    )
+    import_workspace([tmp_path])
+
+    xml = JUnitXml.fromstring(junit_xml(iteration_outcomes([Iteration.objects.get()])))
+
+    (suite,) = list(xml)
+    skipped = {case.name: case for case in suite}["alpha (with_skill)"]
+    assert isinstance(skipped.result[0], Skipped)
+    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (2, 0, 0, 1)
+
+
+def test_hostile_names_stay_text_in_the_junit_file(tmp_path: Path) -> None:
+    eval_magic_iteration(
+        tmp_path, cells={(HOSTILE_ID, "with_skill"): [FAIL], (HOSTILE_ID, "without_skill"): [PASS]}
+    )
+    import_workspace([tmp_path])
+
+    xml = JUnitXml.fromstring(junit_xml(iteration_outcomes([Iteration.objects.get()])))
+
+    names = sorted(case.name for suite in xml for case in suite)
+    assert names == [f"{HOSTILE_ID} (with_skill)", f"{HOSTILE_ID} (without_skill)"]
