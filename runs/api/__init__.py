@@ -1,8 +1,8 @@
 """The JSON API's results side: one router made of a module per resource.
 
 `results` (skills, iterations, trends, benchmarks, comparisons), `history` (an eval
-across iterations), `runs`, `imports` and
-`triggers` (trigger evals);
+across iterations), `runs`, `imports`,
+`triggers` (trigger evals) and `reports` (CI's summary and JUnit files);
 the response schemas, which read the models' and statistics' attributes, in `schemas`.
 Each operation names its `operation_id` as it was when this was one module, so clients
 generated from the OpenAPI document keep their method names.
@@ -12,8 +12,15 @@ from __future__ import annotations
 
 from ninja import Router
 
-from . import history, imports, results, runs, triggers
+from . import history, imports, reports, results, runs, triggers
 
 router = Router()
-for part in (results.router, history.router, runs.router, imports.router, triggers.router):
+for part in (
+    results.router,
+    history.router,
+    runs.router,
+    imports.router,
+    triggers.router,
+    reports.router,
+):
     router.add_router("", part)

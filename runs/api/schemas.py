@@ -15,6 +15,7 @@ from pydantic import Field
 
 from ..names import address
 from ..warnings import messages
+from .reports import imported_iterations
 
 
 class IntervalOut(Schema):
@@ -295,6 +296,16 @@ class PlacedOut(Schema):
     why: str
 
 
+class ImportedIterationOut(Schema):
+    skill: str
+    number: int
+    label: str
+    #: The iteration's page, its pull-request summary (Markdown) and its JUnit file.
+    url: str | None
+    summary_url: str | None
+    junit_url: str | None
+
+
 class ImportOut(Schema):
     # Reads an `importing.ImportReport`.
     summary: str
@@ -306,10 +317,16 @@ class ImportOut(Schema):
     unimported: list[str]
     #: Each iteration read, with the skill it was filed under and why (the --dry-run plan).
     placed: list[PlacedOut]
+    #: Each iteration the import created or updated (none in a dry run).
+    iterations: list[ImportedIterationOut]
 
     @staticmethod
     def resolve_summary(report: Any) -> str:
         return report.summary()
+
+    @staticmethod
+    def resolve_iterations(report: Any) -> list[dict[str, Any]]:
+        return [] if report.dry_run else imported_iterations(report.written)
 
     @staticmethod
     def resolve_placed(report: Any) -> list[dict[str, str]]:

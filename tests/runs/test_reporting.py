@@ -3,14 +3,19 @@ the API, on two iterations whose changes are counted by hand."""
 
 from __future__ import annotations
 
+import io
 import re
+import tarfile
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from django.core.management import CommandError, call_command
+from django.test import Client
 from junitparser import Error, Failure, JUnitXml, Skipped
 from markdown_it import MarkdownIt
 
+from accounts.sharing import share_view
 from runs.importing import import_workspace
 from runs.models import Iteration
 from runs.reporting import iteration_outcomes, junit_xml, marker, summary_markdown
@@ -208,3 +213,156 @@ def test_hostile_names_stay_text_in_the_junit_file(tmp_path: Path) -> None:
 
     names = sorted(case.name for suite in xml for case in suite)
     assert names == [f"{HOSTILE_ID} (with_skill)", f"{HOSTILE_ID} (without_skill)"]
+
+
+# The commands --------------------------------------------------------------------------
+
+
+def test_importworkspace_writes_the_summary_and_junit_of_what_it_imported(
+    tmp_path: Path, settings
+) -> None:
+    settings.EVALSITE_SITE_URL = "https://evals.example.com"
+    two_iterations(tmp_path / "ws")
+    out = io.StringIO()
+
+    call_command(
+        "importworkspace",
+        str(tmp_path / "ws"),
+        "--summary",
+        str(tmp_path / "summary.md"),
+        "--junit",
+        str(tmp_path / "junit.xml"),
+        stdout=out,
+    )
+
+    text = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert text.splitlines()[0] == marker([SKILL])
+    assert text.count("### evalsite:") == 2  # both iterations were created
+    assert "(https://evals.example.com/skills/demo-skill/compare/?a=1&b=2)" in text
+    xml = JUnitXml.fromfile(str(tmp_path / "junit.xml"))
+    assert [suite.tests for suite in xml] == [6, 6]
+    # #1: alpha without, gamma with and without failed a1; #2 as counted above.
+    assert (xml.failures, xml.errors) == (3 + 3, 1)
+
+    # Imported again, unchanged: nothing written, so nothing reported.
+    call_command("importworkspace", str(tmp_path / "ws"), "--summary", "-", "-v", "0", stdout=out)
+    assert out.getvalue().endswith("Nothing was imported, so there is nothing to report.\n")
+
+
+def test_importworkspace_makes_share_links_when_asked(tmp_path: Path, user) -> None:
+    two_iterations(tmp_path / "ws")
+    out = io.StringIO()
+
+    call_command(
+        "importworkspace",
+        str(tmp_path / "ws"),
+        "-v",
+        "0",
+        "--summary",
+        "-",
+        "--share-as",
+        user.username,
+        stdout=out,
+    )
+
+    tokens = re.findall(r"\[Read-only share link\]\(/s/([\w-]+)/\)", out.getvalue())
+    assert len(tokens) == 2
+    client = Client()
+    assert client.get(f"/s/{tokens[1]}/").status_code == 302
+    assert client.get("/skills/demo-skill/iterations/2/").status_code == 200
+
+
+def test_share_as_needs_a_summary_and_a_real_user(tmp_path: Path, user) -> None:
+    two_iterations(tmp_path / "ws")
+    with pytest.raises(CommandError, match="--share-as: only with --summary"):
+        call_command("importworkspace", str(tmp_path / "ws"), "--share-as", user.username)
+    with pytest.raises(CommandError, match="--share-as: no active user named 'nobody'"):
+        call_command(
+            "importworkspace", str(tmp_path / "ws"), "--summary", "-", "--share-as", "nobody"
+        )
+    assert not Iteration.objects.exists()  # refused before importing
+
+
+def test_an_unwritable_file_is_a_one_line_error(tmp_path: Path) -> None:
+    two_iterations(tmp_path / "ws")
+    with pytest.raises(CommandError) as info:
+        call_command(
+            "importworkspace",
+            str(tmp_path / "ws"),
+            "--junit",
+            str(tmp_path / "no" / "j.xml"),
+            stdout=io.StringIO(),
+        )
+    assert (
+        str(info.value) == f"{tmp_path / 'no' / 'j.xml'}: cannot write (No such file or directory)"
+    )
+
+
+# The API -------------------------------------------------------------------------------
+
+
+def test_the_api_serves_both_files_with_the_requests_host(api: Client, imported: Iteration) -> None:
+    base = f"/api/skills/{SKILL}/iterations/{imported.number}"
+
+    summary = api.get(f"{base}/summary.md")
+    junit = api.get(f"{base}/junit.xml")
+
+    assert summary["Content-Type"] == "text/markdown; charset=utf-8"
+    text = summary.content.decode()
+    assert text == summary_markdown(iteration_outcomes([imported]), base_url="http://testserver")
+    assert junit["Content-Type"] == "application/xml; charset=utf-8"
+    assert JUnitXml.fromstring(junit.content).failures == 3
+    assert api.get(f"/api/skills/{SKILL}/iterations/99/summary.md").status_code == 404
+
+
+def test_the_summary_links_a_share_link_given_by_its_token(
+    api: Client, user, imported: Iteration
+) -> None:
+    base = f"/api/skills/{SKILL}/iterations/{imported.number}/summary.md"
+    skill_link = share_view(creator=user, address=f"/skills/{SKILL}/")
+    other = share_view(creator=user, address=f"/skills/{SKILL}/iterations/1/")
+
+    text = api.get(f"{base}?share={skill_link.secret}").content.decode()
+
+    assert (
+        f"[Read-only share link](http://testserver/s/{skill_link.secret}/"
+        f"?to=%2Fskills%2Fdemo-skill%2Fiterations%2F{imported.number}%2F)"
+    ) in text
+    refused = api.get(f"{base}?share={other.secret}")
+    assert refused.status_code == 400
+    assert "not an active share link to this iteration" in refused.json()["detail"]
+    skill_link.link.revoke()
+    assert api.get(f"{base}?share={skill_link.secret}").status_code == 400
+
+
+def test_the_files_are_read_like_the_other_endpoints(user, imported: Iteration, settings) -> None:
+    url = f"/api/skills/{SKILL}/iterations/{imported.number}/junit.xml"
+    anonymous = Client()
+    assert anonymous.get(url).status_code == 401
+    # A share link opens pages, never the API.
+    link = share_view(creator=user, address=f"/skills/{SKILL}/")
+    anonymous.get(f"/s/{link.secret}/")
+    assert anonymous.get(url).status_code == 401
+    settings.EVALSITE_PUBLIC_READ = True
+    assert anonymous.get(url).status_code == 200
+
+
+def test_an_import_through_the_api_lists_the_files_of_what_it_wrote(
+    api: Client, tmp_path: Path
+) -> None:
+    two_iterations(tmp_path / "ws")
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w:gz") as tar:
+        tar.add(tmp_path / "ws", arcname="ws")
+    archive.seek(0)
+    archive.name = "ws.tar.gz"
+
+    body = api.post("/api/imports", {"archive": archive}).json()
+
+    assert [(i["number"], i["label"]) for i in body["iterations"]] == [
+        (1, "iteration-1"),
+        (2, "iteration-2"),
+    ]
+    second = body["iterations"][1]
+    assert second["summary_url"] == f"/api/skills/{SKILL}/iterations/2/summary.md"
+    assert api.get(second["junit_url"]).status_code == 200

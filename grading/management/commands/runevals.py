@@ -25,9 +25,11 @@ from grading.triggering.plan import DEFAULT_SEED
 from grading.triggering.play import DEFAULT_TIMEOUT_SECONDS, SessionRecord
 from grading.triggering.workflow import run_trigger_evals
 from runs.management.progress import CommandProgress
+from runs.models import Iteration
+from runs.reporting.files import add_report_arguments, check_report_arguments, write_reports
 
 #: Options of eval runs that a trigger campaign has no use for, and the reverse.
-NOT_WITH_TRIGGERS = ("baseline", "only", "queue", "wait", "resume")
+NOT_WITH_TRIGGERS = ("baseline", "only", "queue", "wait", "resume", "summary", "junit")
 TRIGGERS_ONLY = (
     *("description", "siblings", "holdout", "trigger_timeout", "trigger_threshold", "out"),
 )
@@ -88,6 +90,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--keep-env", action="store_true", help="keep each run's task folder (env-*)"
         )
+        add_report_arguments(parser.add_argument_group("CI output (eval runs, once imported)"))
         triggers = parser.add_argument_group("trigger evals (--triggers)")
         triggers.add_argument(
             "--triggers",
@@ -154,6 +157,7 @@ class Command(BaseCommand):
         if given:
             flags = ", ".join(f"--{name.replace('_', '-')}" for name in sorted(given))
             raise CommandError(f"{flags}: only with --triggers", returncode=COULD_NOT_RUN)
+        check_report_arguments(options, returncode=COULD_NOT_RUN)
         try:
             with CommandProgress(log, lines=False) as shown:
                 result = run_evals(
@@ -174,6 +178,13 @@ class Command(BaseCommand):
                     warn=self.stderr.write,
                 )
             self.stdout.write(result.summary(as_json=options["json"]))
+            imported = [
+                Iteration.objects.select_related("skill").get(
+                    skill__name=report["skill"], number=report["iteration"]
+                )
+                for report in result.reports
+            ]
+            write_reports(imported, options, self.stdout, returncode=COULD_NOT_RUN)
             result.check(fail_on_regression=options["fail_on_regression"])
         except CampaignError as exc:
             raise CommandError(str(exc), returncode=exc.returncode) from None

@@ -8,6 +8,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from runs.importing import ImportFailure, import_history, import_workspace
 from runs.management.progress import PROGRESS_THRESHOLD, CommandProgress
+from runs.models import Iteration
+from runs.reporting.files import add_report_arguments, check_report_arguments, write_reports
 
 
 class Command(BaseCommand):
@@ -38,6 +40,8 @@ class Command(BaseCommand):
             "campaign and committed iteration in its history, one iteration per campaign, "
             "with its commit as provenance.",
         )
+        # For every iteration the import created or updated (none in a dry run).
+        add_report_arguments(parser.add_argument_group("CI output"))
 
     def handle(
         self,
@@ -48,6 +52,7 @@ class Command(BaseCommand):
         history: bool,
         **options: object,
     ) -> None:
+        check_report_arguments(options)
         importer = import_history if history else import_workspace
         quiet = options["verbosity"] == 0
         with CommandProgress(self.stdout, minimum=PROGRESS_THRESHOLD, lines=not quiet) as shown:
@@ -68,5 +73,10 @@ class Command(BaseCommand):
             self.stdout.write(report.summary())
             for line in report.details():
                 self.stdout.write(f"  {line}")
+        if not dry_run:
+            written = Iteration.objects.select_related("skill").in_bulk(report.written)
+            write_reports(
+                [written[pk] for pk in dict.fromkeys(report.written)], options, self.stdout
+            )
         if report.rejected:
             raise CommandError(f"{len(report.rejected)} rejected: {report.rejected[0]}")
