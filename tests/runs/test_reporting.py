@@ -10,12 +10,14 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+import yaml
 from django.core.management import CommandError, call_command
 from django.test import Client
 from junitparser import Error, Failure, JUnitXml, Skipped
 from markdown_it import MarkdownIt
 
 from accounts.sharing import share_view
+from runs.api.schemas import ImportedIterationOut
 from runs.importing import import_workspace
 from runs.models import Iteration
 from runs.reporting import iteration_outcomes, junit_xml, marker, summary_markdown
@@ -366,3 +368,21 @@ def test_an_import_through_the_api_lists_the_files_of_what_it_wrote(
     second = body["iterations"][1]
     assert second["summary_url"] == f"/api/skills/{SKILL}/iterations/2/summary.md"
     assert api.get(second["junit_url"]).status_code == 200
+
+
+# The documented workflow -----------------------------------------------------------------
+
+WORKFLOW = Path(__file__).resolve().parents[2] / "docs" / "evalsite-pr.yml"
+
+
+def test_the_documented_workflow_is_advisory_and_reads_what_the_api_answers() -> None:
+    job = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))["jobs"]["evals"]
+    steps = {step.get("id") or step.get("name") or step["uses"]: step for step in job["steps"]}
+
+    assert steps["evals"]["continue-on-error"] == "${{ vars.EVALSITE_BLOCKING != 'true' }}"
+    assert "--fail-on-regression" in steps["evals"]["run"]
+    upload = steps["upload"]["run"]
+    fields = set(re.findall(r"\.iterations\[-1\]\.(\w+)", upload))
+    assert fields == {"summary_url", "junit_url"} <= set(ImportedIterationOut.model_fields)
+    comment = steps["Post or update the pull request's evalsite comment"]["run"]
+    assert "head -n 1 summary.md" in comment and "startswith(env.MARKER)" in comment
