@@ -3,7 +3,8 @@
 Its first line is a marker (an HTML comment naming the skills) that a workflow finds the
 comment by, to edit it instead of adding one per push. Everything agents or authors wrote
 (skill, eval and condition names, labels) goes into code spans, where GitHub renders no
-link, image, HTML or @mention; links are only the site's own addresses.
+link, image, HTML or @mention; links are only the site's own addresses. Iterations are
+"iteration 7", never "#7", which GitHub would link to issue 7.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ def _section(outcome: IterationOutcome, base_url: str) -> list[str]:
     runs = sum(c.runs for c in summary.conditions)
     errored = sum(c.errored for c in summary.conditions)
     lines = [
-        f"### evalsite: {code(outcome.skill)} #{iteration.number} ({code(iteration.label)})",
+        f"### evalsite: {code(outcome.skill)} iteration {iteration.number} "
+        f"({code(iteration.label)})",
         "",
         f"**Verdict:** {_verdict(outcome)}",
         "",
@@ -114,7 +116,7 @@ def _since(outcome: IterationOutcome) -> list[str]:
     if previous is None:
         return ["**Since the previous iteration:** none, this is the skill's first."]
     lines = [
-        f"**Since #{previous.number}:** {len(outcome.improved)} improved, "
+        f"**Since iteration {previous.number}:** {len(outcome.improved)} improved, "
         f"{len(outcome.regressed)} regressed (treatment score, Holm-corrected)."
     ]
     for word, changes in (("Regressed", outcome.regressed), ("Improved", outcome.improved)):
@@ -141,9 +143,9 @@ def _eval(outcome: IterationOutcome, change: stats.EvalChange) -> str:
 
 
 def _links(outcome: IterationOutcome, base_url: str) -> list[str]:
-    links = [link(f"Iteration #{outcome.iteration.number}", base_url + outcome.iteration_path)]
+    links = [link(f"Iteration {outcome.iteration.number}", base_url + outcome.iteration_path)]
     if outcome.compare_path and outcome.previous is not None:
-        text = f"Compare with #{outcome.previous.number}"
+        text = f"Compare with iteration {outcome.previous.number}"
         links.append(link(text, base_url + outcome.compare_path))
     if outcome.share_url:
         links.append(link("Read-only share link", outcome.share_url))

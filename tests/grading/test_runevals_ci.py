@@ -43,7 +43,7 @@ def test_runevals_writes_the_summary_and_junit_of_its_iteration(
     iteration = Iteration.objects.get()
     text = (tmp_path / "s.md").read_text(encoding="utf-8")
     assert text.startswith("<!-- evalsite-summary skill=demo -->\n")
-    assert f"### evalsite: `demo` #{iteration.number}" in text
+    assert f"### evalsite: `demo` iteration {iteration.number}" in text
     assert f"(https://evals.example.com/skills/demo/iterations/{iteration.number}/)" in text
     xml = JUnitXml.fromfile(str(tmp_path / "j.xml"))
     # 2 evals × 2 conditions; the good agent passes everything it is asked.

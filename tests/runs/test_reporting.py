@@ -84,19 +84,20 @@ def test_the_summary_names_the_verdict_delta_changes_and_links(imported: Iterati
     # with − without: alpha 0, beta 0, gamma +1 → +0.33 over 3 evals, interval spanning 0.
     assert "**Verdict:** difference not distinguishable from noise (+0.33" in body
     assert "**Delta (treatment − control):** +0.33 (95% CI −" in body
-    assert "**Since #1:** 1 improved, 1 regressed" in body
+    assert "**Since iteration 1:** 1 improved, 1 regressed" in body
     assert "Regressed:\n- `alpha`: 1.00 → 0.00" in body
     assert "Improved:\n- `gamma`: 0.00 → 1.00" in body
     assert "30 runs (1 errored) over 3 evals." in body
     assert (
-        f"[Iteration #{imported.number}](https://evals.example.com/skills/{SKILL}/iterations/"
+        f"[Iteration {imported.number}](https://evals.example.com/skills/{SKILL}/iterations/"
         in body
     )
     assert (
-        f"[Compare with #1](https://evals.example.com/skills/{SKILL}/compare/?a=1&b={imported.number})"
+        f"[Compare with iteration 1](https://evals.example.com/skills/{SKILL}/compare/?a=1&b={imported.number})"
         in body
     )
     assert "share link" not in body
+    assert not re.search(r"#\d", body)  # GitHub would link "#1" to issue 1
 
 
 def test_the_first_iteration_says_there_is_nothing_before_it(imported: Iteration) -> None:
