@@ -387,3 +387,26 @@ def test_the_documented_workflow_is_advisory_and_reads_what_the_api_answers() ->
     assert fields == {"summary_url", "junit_url"} <= set(ImportedIterationOut.model_fields)
     comment = steps["Post or update the pull request's evalsite comment"]["run"]
     assert "head -n 1 summary.md" in comment and "startswith(env.MARKER)" in comment
+
+
+def test_the_files_cost_the_same_queries_for_3_evals_as_for_30(tmp_path: Path, api: Client) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries(skill: str, evals: int) -> int:
+        many = {f"e{i}": ([PASS, FAIL], [FAIL, FAIL]) for i in range(evals)}
+        for label, stamp in (
+            ("iteration-1", "2026-05-01T10:00:00Z"),
+            ("iteration-2", "2026-05-02T10:00:00Z"),
+        ):
+            eval_magic_iteration(
+                tmp_path / skill, skill=skill, label=label, timestamp=stamp, cells=cells(**many)
+            )
+        import_workspace([tmp_path / skill])
+        api.get("/api/skills")  # the token's last use is recorded once a minute: now
+        with CaptureQueriesContext(connection) as captured:
+            for name in ("summary.md", "junit.xml"):
+                assert api.get(f"/api/skills/{skill}/iterations/2/{name}").status_code == 200
+        return len(captured)
+
+    assert queries("few", 3) == queries("many", 30)
