@@ -81,6 +81,8 @@ RULES: dict[str, tuple[str, str]] = {
     "api:list_iterations": ("GET", "api-read"),
     "api:iteration_detail": ("GET", "api-read"),
     "api:benchmark": ("GET", "api-read"),
+    "api:iteration_summary": ("GET", "api-read"),
+    "api:iteration_junit": ("GET", "api-read"),
     "api:list_runs": ("GET", "api-read"),
     "api:run_detail": ("GET", "api-read"),
     "api:compare_iterations": ("GET", "api-read"),
