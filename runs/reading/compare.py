@@ -88,16 +88,60 @@ def compare(
         after_condition,
         after_condition if same and after_condition else f"#{after.number}",
     )
-    cases = {before.pk: _eval_cases(before)}
-    cases[after.pk] = cases[before.pk] if same else _eval_cases(after)
-    weights = {case.eval_id: case.weight for case in cases[after.pk]}
+    before_cases = _eval_cases(before)
+    after_cases = before_cases if same else _eval_cases(after)
+    return _assemble(
+        ComparedIteration(before, summaries[before.pk], b, before_cases),
+        ComparedIteration(after, summaries[after.pk], a, after_cases),
+        two_conditions=bool(before_condition and after_condition),
+    )
+
+
+@dataclass(frozen=True)
+class ComparedIteration:
+    """One side of a comparison as read: the iteration, its summary, its runs (treatment
+    and control) and the definitions they ran."""
+
+    iteration: Iteration
+    summary: IterationSummary
+    side: stats.IterationRuns
+    cases: list[_EvalCaseRow]
+
+
+def read_for_comparison(iterations: Sequence[Iteration]) -> list[ComparedIteration]:
+    """Each iteration read once as a side (its treatment against its control), in order,
+    so that any pair of them compares with `compare_read` without reading again."""
+    summaries = summarise_iterations(iterations)
+    return [
+        ComparedIteration(
+            iteration,
+            summaries[iteration.pk],
+            _side(iteration, summaries[iteration.pk], None, f"#{iteration.number}"),
+            _eval_cases(iteration),
+        )
+        for iteration in iterations
+    ]
+
+
+def compare_read(before: ComparedIteration, after: ComparedIteration) -> Comparison:
+    """Two iterations read by `read_for_comparison` compared: what `compare` gives for them."""
+    return _assemble(before, after, two_conditions=False)
+
+
+def _assemble(
+    before_read: ComparedIteration, after_read: ComparedIteration, *, two_conditions: bool
+) -> Comparison:
+    before, after = before_read.iteration, after_read.iteration
+    b, a = before_read.side, after_read.side
+    same = before.pk == after.pk
+    weights = {case.eval_id: case.weight for case in after_read.cases}
     result = stats.compare_iterations(b, a, weights=weights)
     warnings: list[str] = []
     profiles = None
     if not same:
         profiles = (
-            _profile(before, cases[before.pk], b.outcomes),
-            _profile(after, cases[after.pk], a.outcomes),
+            _profile(before, before_read.cases, b.outcomes),
+            _profile(after, after_read.cases, a.outcomes),
         )
         warnings = stats.comparison_warnings(*profiles)
     headline = stats.compare_headline(
@@ -105,17 +149,17 @@ def compare(
         a,
         result,
         # Two conditions have no delta; a delta beside a single condition is no comparison.
-        profiles=None if before_condition and after_condition else profiles,
+        profiles=None if two_conditions else profiles,
         differences=stats.setting_differences(*profiles) if profiles else (),
     )
     # Where two definitions of an eval differ in name, the one made last is read.
     named = sorted(
-        (case for case in {*cases[before.pk], *cases[after.pk]} if case.name),
+        (case for case in {*before_read.cases, *after_read.cases} if case.name),
         key=lambda case: (case.created_at, case.pk),
     )
     names = {case.eval_id: case.name for case in named}
     data_warnings = stats.comparison_warnings(*profiles, settings=False) if profiles else []
-    deltas = (summaries[before.pk].delta, summaries[after.pk].delta)
+    deltas = (before_read.summary.delta, after_read.summary.delta)
     return Comparison(before, after, b, a, result, warnings, headline, data_warnings, names, deltas)
 
 

@@ -1,5 +1,6 @@
 """The compare page: the two sides chosen in the query string, or the latest two; its
-per-eval table sorted, filtered and cut through the query string too."""
+per-eval table sorted, filtered and cut through the query string too. With `iterations`
+in the query it is the page for three or more (views/compare_many.py)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from ..reading.compare import (
     compare_table,
     condition_names,
 )
+from .compare_many import compare_many_page
 from .htmx import wants_fragment
 
 
@@ -52,6 +54,8 @@ class CompareTableForm(forms.Form):
 @vary_on_headers("HX-Request")
 def compare_page(request: HttpRequest, skill: str) -> HttpResponse:
     found = Skill.objects.get_by_name_or_404(skill)
+    if "iterations" in request.GET:
+        return compare_many_page(request, found)
     form = CompareForm(request.GET or None)
     comparison = table = None
     state = CompareTableForm(request.GET).state()

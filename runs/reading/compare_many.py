@@ -1,0 +1,215 @@
+"""The compare page for three or more iterations of one skill, side by side.
+
+Columns are the iterations in display order (`Iteration.position`). Each eval's row holds
+its treatment score in every column and the change from the first column; each column has
+its own treatment − control delta; between neighbouring columns stand the verdicts of the
+two-iteration compare page, computed by it (`compare_read`), so the two pages never
+disagree. Each iteration is read once, however many pairs it is part of.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
+
+from .. import stats
+from ..models import Iteration
+from ..names import natural_key
+from .compare import (
+    COMPARE_FIRST_ROWS,
+    DIRECTIONS,
+    ComparedIteration,
+    Comparison,
+    Direction,
+    compare_read,
+    read_for_comparison,
+)
+
+#: The most iterations one page compares: twelve columns are already a wide table.
+MAX_ITERATIONS = 12
+#: Rows shown before "show all", as on the two-iteration page.
+MANY_FIRST_ROWS = COMPARE_FIRST_ROWS
+
+
+@dataclass(frozen=True)
+class Column:
+    """One iteration of the comparison and its own treatment − control delta."""
+
+    iteration: Iteration
+    side: stats.IterationRuns
+    delta: stats.PairedDelta | None
+    #: Why the delta has no interval, or why there is no delta; "" when it has an interval.
+    no_interval: str
+
+    @property
+    def label(self) -> str:
+        return self.side.label
+
+    @property
+    def number(self) -> int:
+        return self.iteration.number
+
+    @property
+    def score_key(self) -> str:
+        """The table's sort key for this column's scores."""
+        return f"score-{self.number}"
+
+    @property
+    def change_key(self) -> str:
+        """The table's sort key for this column's changes from the first column."""
+        return f"change-{self.number}"
+
+
+@dataclass(frozen=True)
+class ManyCell:
+    """An eval's treatment score in one column and its change from the first column
+    (None in the first column, and where either score is missing)."""
+
+    score: float | None
+    change: float | None
+
+
+@dataclass(frozen=True)
+class ManyRow:
+    eval_id: str
+    name: str
+    cells: list[ManyCell]
+    #: How the treatment score moved from the first column to the last.
+    direction: Direction
+
+
+@dataclass
+class ManyComparison:
+    """Iterations side by side: the columns, the comparison of each neighbouring pair (the
+    two-iteration page's, whole), and one row per eval in natural order of eval ids."""
+
+    columns: list[Column]
+    neighbours: list[Comparison]
+    rows: list[ManyRow]
+
+    @property
+    def numbers(self) -> list[int]:
+        return [column.number for column in self.columns]
+
+
+def _column(read: ComparedIteration) -> Column:
+    summary, side = read.summary, read.side
+    delta = summary.delta
+    if summary.control is None:
+        reason = "no control condition, so no delta"
+    elif delta is None:
+        reason = "no eval has a score in both conditions, so no delta"
+    else:
+        reason = stats.no_interval_reason(delta, runs_per_eval=stats.most_runs_per_eval(side))
+    return Column(read.iteration, side, delta, reason)
+
+
+def _direction(first: float | None, last: float | None) -> Direction:
+    if first is None or last is None:
+        return "one-side"
+    if math.isclose(last - first, 0.0, abs_tol=1e-9):
+        return "unchanged"
+    return "improved" if last > first else "regressed"
+
+
+def compare_many(iterations: list[Iteration]) -> ManyComparison:
+    """Compare `iterations` (two or more, in the order given: the page's display order)."""
+    if len(iterations) < 2:
+        raise ValueError("compare_many needs at least two iterations")
+    read = read_for_comparison(iterations)
+    neighbours = [compare_read(before, after) for before, after in pairwise(read)]
+    # Each column's scores as its neighbour comparisons computed them: the first column is
+    # the first pair's "before", every other the "after" of the pair ending in it.
+    scores = [{change.eval_id: change.treatment_before for change in neighbours[0].result.evals}]
+    scores += [
+        {change.eval_id: change.treatment_after for change in pair.result.evals}
+        for pair in neighbours
+    ]
+    # Where definitions of an eval differ in name, the one made last is read (as compare does).
+    cases = sorted(
+        (case for side in read for case in side.cases if case.name),
+        key=lambda case: (case.created_at, case.pk),
+    )
+    names = {case.eval_id: case.name for case in cases}
+    eval_ids = sorted({eval_id for column in scores for eval_id in column}, key=natural_key)
+    rows = []
+    for eval_id in eval_ids:
+        row = [column.get(eval_id) for column in scores]
+        first = row[0]
+        cells = [ManyCell(row[0], None)] + [
+            ManyCell(score, None if score is None or first is None else score - first)
+            for score in row[1:]
+        ]
+        rows.append(
+            ManyRow(eval_id, names.get(eval_id) or eval_id, cells, _direction(first, row[-1]))
+        )
+    return ManyComparison([_column(side) for side in read], neighbours, rows)
+
+
+def sort_keys(numbers: list[int]) -> list[str]:
+    """The table's sort keys ("-key" sorts descending): by eval, by the first → last change,
+    and by each column's score ("score-7") and change from the first ("change-7")."""
+    keys = ["eval", "change"]
+    for number in numbers:
+        keys += [f"score-{number}", f"change-{number}"]
+    return keys
+
+
+@dataclass
+class ManyTable:
+    """The rows the page shows: filtered by direction, sorted, the first few."""
+
+    rows: list[ManyRow]
+    matching: list[ManyRow]
+    counts: dict[str, int]
+    sort: str
+    show: str
+
+    @property
+    def total(self) -> int:
+        return len(self.matching)
+
+    @property
+    def hidden(self) -> int:
+        return self.total - len(self.rows)
+
+    @property
+    def all_rows(self) -> int:
+        return sum(self.counts.values())
+
+
+def _sort_value(row: ManyRow, key: str, columns: dict[int, int]) -> Any:
+    if key == "eval":
+        return natural_key(row.eval_id)
+    if key == "change":
+        first, last = row.cells[0].score, row.cells[-1].score
+        return None if first is None or last is None else last - first
+    kind, _, number = key.partition("-")
+    cell = row.cells[columns[int(number)]]
+    return cell.score if kind == "score" else cell.change
+
+
+def many_table(
+    comparison: ManyComparison,
+    *,
+    sort: str = "eval",
+    show: str = "",
+    limit: int | None = MANY_FIRST_ROWS,
+) -> ManyTable:
+    """The rows moving in the `show` direction (first → last column; every one for ""),
+    sorted by `sort` (one of `sort_keys`; rows without the value last either way), the first
+    `limit` of them (all for None). Ties keep the natural order of eval ids."""
+    counts = {direction: 0 for direction in DIRECTIONS}
+    for row in comparison.rows:
+        counts[row.direction] += 1
+    matching = [row for row in comparison.rows if not show or row.direction == show]
+    key = sort.lstrip("-") or "eval"
+    columns = {number: index for index, number in enumerate(comparison.numbers)}
+    present = [row for row in matching if _sort_value(row, key, columns) is not None]
+    missing = [row for row in matching if _sort_value(row, key, columns) is None]
+    present.sort(key=lambda row: _sort_value(row, key, columns), reverse=sort.startswith("-"))
+    ordered = present + missing
+    shown = ordered if limit is None else ordered[:limit]
+    return ManyTable(shown, ordered, counts, sort or "eval", show)
