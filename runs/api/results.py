@@ -7,6 +7,7 @@ from typing import Any
 
 from django.http import Http404, HttpRequest
 from ninja import Query, Router, Schema
+from ninja.errors import HttpError
 from ninja.pagination import paginate
 
 from accounts.auth import READ_AUTH
@@ -15,10 +16,11 @@ from ..models import Iteration, Skill
 from ..names import findable
 from ..reading.benchmark import eval_magic_benchmark
 from ..reading.compare import Comparison, compare
+from ..reading.compare_many import ChoiceRefused, ManyComparison, choose_iterations, compare_many
 from ..reading.overview import SkillRow, skill_rows
 from ..reading.summaries import IterationSummary, summarise_iterations
 from .pagination import LazyPage, Pagination
-from .schemas import CompareOut, IterationOut, SkillOut
+from .schemas import CompareManyOut, CompareOut, ErrorOut, IterationOut, SkillOut
 
 router = Router(tags=["results"], auth=READ_AUTH)
 
@@ -126,3 +128,25 @@ def compare_iterations(request: HttpRequest, skill: str, query: Query[CompareQue
         if name and not (findable(name) and iteration.conditions.filter(name=name).exists()):
             raise Http404(f"Iteration #{iteration.number} has no condition “{name}”.")
     return compare(before, after, before_condition=query.ca, after_condition=query.cb)
+
+
+class CompareManyQuery(Schema):
+    #: Iteration numbers, comma-separated ("3,5,7"): two to twelve.
+    iterations: str
+
+
+@router.get(
+    "/skills/{skill}/compare-many",
+    response={200: CompareManyOut, 400: ErrorOut, 404: ErrorOut},
+    summary="Two to twelve iterations side by side, in display order, verdicts between neighbours",
+    operation_id="runs_api_compare_many",
+)
+def compare_many_iterations(
+    request: HttpRequest, skill: str, query: Query[CompareManyQuery]
+) -> ManyComparison:
+    found = Skill.objects.get_by_name_or_404(skill)
+    try:
+        iterations = choose_iterations(found, [query.iterations])
+    except ChoiceRefused as refused:
+        raise HttpError(404 if refused.missing else 400, str(refused)) from None
+    return compare_many(iterations)

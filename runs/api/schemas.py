@@ -287,6 +287,44 @@ class CompareOut(Schema):
     flips: list[FlipOut] = Field(alias="result.flips")
 
 
+class ManyColumnOut(Schema):
+    # Reads a `reading.compare_many.Column`.
+    number: int
+    label: str
+    mode: str = Field(alias="iteration.mode")
+    agent_model: str = Field(alias="iteration.agent_model")
+    harness: str = Field(alias="iteration.harness")
+    treatment: str = Field(alias="side.treatment")
+    control: str | None = Field(alias="side.control")
+    #: The iteration's own treatment − control delta, as its page shows it.
+    delta: DeltaOut | None
+    #: Why the delta has no interval (or there is no delta); "" when it has one.
+    no_interval: str
+
+
+class ManyCellOut(Schema):
+    score: float | None
+    #: score − the first column's; null in the first column or where either is missing.
+    change: float | None
+
+
+class ManyRowOut(Schema):
+    eval_id: str
+    name: str
+    #: The treatment score's move from the first column to the last.
+    direction: str
+    cells: list[ManyCellOut]
+
+
+class CompareManyOut(Schema):
+    # Reads a `reading.compare_many.ManyComparison`.
+    iterations: list[int] = Field(alias="numbers")
+    columns: list[ManyColumnOut]
+    #: Each neighbouring pair, oldest first, as the two-iteration compare endpoint gives it.
+    neighbours: list[CompareOut]
+    evals: list[ManyRowOut] = Field(alias="rows")
+
+
 class PlacedOut(Schema):
     """One iteration the import read: the skill it was filed under, and why."""
 

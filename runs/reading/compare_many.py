@@ -15,7 +15,7 @@ from itertools import pairwise
 from typing import Any
 
 from .. import stats
-from ..models import Iteration
+from ..models import Iteration, Skill
 from ..names import natural_key
 from .compare import (
     COMPARE_FIRST_ROWS,
@@ -31,6 +31,52 @@ from .compare import (
 MAX_ITERATIONS = 12
 #: Rows shown before "show all", as on the two-iteration page.
 MANY_FIRST_ROWS = COMPARE_FIRST_ROWS
+
+
+class ChoiceRefused(ValueError):
+    """The iterations asked for cannot be compared; str() says why in one line."""
+
+    def __init__(self, message: str, *, missing: bool = False) -> None:
+        super().__init__(message)
+        #: Whether the choice names iterations the skill does not have (a 404, not a 400).
+        self.missing = missing
+
+
+def asked_numbers(given: list[str]) -> list[int]:
+    """The numbers in `given` (each value comma-separated; the key may repeat), in order,
+    once each; ChoiceRefused for a part that is no iteration number."""
+    numbers: dict[int, None] = {}
+    for value in given:
+        for part in value.split(","):
+            text = part.strip()
+            if not text:
+                continue
+            if not text.isdigit() or len(text) > 9:
+                shown = text if len(text) <= 20 else text[:20] + "…"
+                raise ChoiceRefused(f"“{shown}” is not an iteration number.")
+            numbers[int(text)] = None
+    return list(numbers)
+
+
+def choose_iterations(skill: Skill, given: list[str]) -> list[Iteration]:
+    """The skill's iterations named in `given` (see `asked_numbers`), light, in display
+    order; ChoiceRefused for fewer than two, more than MAX_ITERATIONS or unknown numbers."""
+    numbers = asked_numbers(given)
+    if len(numbers) < 2:
+        raise ChoiceRefused("Choose at least two iterations to compare.")
+    if len(numbers) > MAX_ITERATIONS:
+        raise ChoiceRefused(
+            f"Choose at most {MAX_ITERATIONS} iterations to compare ({len(numbers)} chosen)."
+        )
+    found = list(
+        Iteration.objects.filter(skill=skill, number__in=numbers).light().in_display_order()
+    )
+    missing = sorted(set(numbers) - {iteration.number for iteration in found})
+    if missing:
+        listed = ", ".join(f"#{number}" for number in missing)
+        plural = "s" if len(missing) > 1 else ""
+        raise ChoiceRefused(f"{skill.name} has no iteration{plural} {listed}.", missing=True)
+    return found
 
 
 @dataclass(frozen=True)

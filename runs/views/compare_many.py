@@ -20,7 +20,8 @@ from ..models import Iteration, Skill
 from ..reading.compare import DIRECTIONS
 from ..reading.compare_many import (
     MANY_FIRST_ROWS,
-    MAX_ITERATIONS,
+    ChoiceRefused,
+    choose_iterations,
     compare_many,
     many_table,
     sort_keys,
@@ -29,49 +30,6 @@ from .htmx import wants_fragment
 
 #: Query keys that arrange the table, kept when the address is made canonical.
 ARRANGING = ("sort", "show", "rows")
-
-
-class ChosenIterations(forms.Form):
-    """The iterations asked for: numbers separated by commas (or the key repeated)."""
-
-    iterations = forms.CharField(
-        error_messages={"required": "Choose at least two iterations to compare."}
-    )
-
-    def __init__(self, skill: Skill, numbers: list[str]) -> None:
-        super().__init__({"iterations": ",".join(numbers)})
-        self.skill = skill
-
-    def clean_iterations(self) -> list[Iteration]:
-        """The iterations, in display order; one line saying what is wrong otherwise."""
-        numbers: dict[int, None] = {}
-        for part in self.cleaned_data["iterations"].split(","):
-            text = part.strip()
-            if not text:
-                continue
-            if not text.isdigit() or len(text) > 9:
-                shown = text if len(text) <= 20 else text[:20] + "…"
-                raise forms.ValidationError(f"“{shown}” is not an iteration number.")
-            numbers[int(text)] = None
-        if len(numbers) < 2:
-            raise forms.ValidationError("Choose at least two iterations to compare.")
-        if len(numbers) > MAX_ITERATIONS:
-            raise forms.ValidationError(
-                f"Choose at most {MAX_ITERATIONS} iterations to compare ({len(numbers)} chosen)."
-            )
-        found = list(
-            Iteration.objects.filter(skill=self.skill, number__in=numbers)
-            .light()
-            .in_display_order()
-        )
-        missing = sorted(set(numbers) - {iteration.number for iteration in found})
-        if missing:
-            listed = ", ".join(f"#{number}" for number in missing)
-            plural = "s" if len(missing) > 1 else ""
-            raise forms.ValidationError(
-                f"{self.skill.name} has no iteration{plural} {listed}.", code="missing"
-            )
-        return found
 
 
 class ManyTableForm(forms.Form):
@@ -98,17 +56,16 @@ class ManyTableForm(forms.Form):
 def compare_many_page(request: HttpRequest, skill: Skill) -> HttpResponse:
     """The page for `?iterations=…`; `compare_page` hands it every request that has one."""
     given = request.GET.getlist("iterations")
-    form = ChosenIterations(skill, given)
     context: dict[str, object] = {
         "skill": skill,
         "all_iterations": Iteration.objects.filter(skill=skill).light().in_display_order(),
     }
-    if not form.is_valid():
-        error = form.errors["iterations"].as_data()[0]
-        context |= {"error": error.messages[0], "chosen": _chosen_numbers(given)}
-        status = 404 if error.code == "missing" else 400
+    try:
+        iterations = choose_iterations(skill, given)
+    except ChoiceRefused as refused:
+        context |= {"error": str(refused), "chosen": _chosen_numbers(given)}
+        status = 404 if refused.missing else 400
         return render(request, "runs/compare_many.html", context, status=status)
-    iterations = form.cleaned_data["iterations"]
     numbers = [iteration.number for iteration in iterations]
     kept = [(key, request.GET[key]) for key in ARRANGING if request.GET.get(key)]
     if len(iterations) == 2:

@@ -39,6 +39,7 @@ PAGES: dict[str, str] = {
     "flaky": f"{ITERATION}flaky/",
     "cell": f"{ITERATION}cells/order-dependent-cache/with_skill/",
     "compare": f"{SKILL}compare/?a=2&b=3",
+    "compare-many": f"{SKILL}compare/?iterations=1,2,3",
     "eval": EVAL,
     "eval-history": f"{SKILL}evals/timezone-boundary-flake/",
     "diff": f"{EVAL}diff/?a=with_skill/1&b=without_skill/1",
@@ -63,7 +64,17 @@ ANONYMOUS_PAGES: dict[str, str] = {
     "share-link-invalid": "/s/not-a-share-link/",
 }
 #: Pages a share link of the skill SKILL (or TRIGGER_SKILL) opens, as its visitor sees them.
-SHARED_PAGES = ("skill", "iteration", "compare", "eval", "eval-history", "diff", "run", "trigger")
+SHARED_PAGES = (
+    "skill",
+    "iteration",
+    "compare",
+    "compare-many",
+    "eval",
+    "eval-history",
+    "diff",
+    "run",
+    "trigger",
+)
 #: The pages the README shows; docs/ holds reduced copies of their window-sized shots.
 DOCS_PAGES = ("overview", "skill", "iteration", "compare", "eval", "eval-history")
 

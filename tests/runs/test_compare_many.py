@@ -355,3 +355,47 @@ def test_queries_do_not_grow_with_evals_or_runs(client, tmp_path, settings) -> N
     large = {f"e{n}": ([0.5, 0.25, 0.75], [0.25, 0.5, 0.0]) for n in range(40)}
     iterations(tmp_path / "large", large, large, large)
     assert queries(client, "iterations=1,2,3&rows=all") == few
+
+
+def test_the_api_gives_the_same_comparison(api, client, tmp_path) -> None:
+    iterations(tmp_path, FIRST, SECOND, THIRD, days=("02", "03", "01"))
+
+    response = api.get("/api/skills/demo-skill/compare-many?iterations=1,2,3")
+
+    assert response.status_code == 200, response.content[:400]
+    body = response.json()
+    assert body["iterations"] == [3, 1, 2]
+    assert [c["label"] for c in body["columns"]] == ["#3", "#1", "#2"]
+    assert body["columns"][1]["delta"]["mean"] == pytest.approx(1 / 6)
+    assert body["columns"][1]["treatment"] == "with_skill"
+    e1 = body["evals"][0]
+    assert e1["eval_id"] == "e1" and e1["direction"] == "improved"
+    assert [(c["score"], c["change"]) for c in e1["cells"]] == [
+        (0.75, None),
+        (0.5, -0.25),
+        (1.0, 0.25),
+    ]
+    assert [row["eval_id"] for row in body["evals"]] == ["e1", "e2", "e3", "e10"]
+    # Each neighbour pair is what the two-iteration endpoint gives for it.
+    pair = api.get("/api/skills/demo-skill/compare?a=1&b=2").json()
+    assert body["neighbours"][1] == pair
+    assert [(n["before"], n["after"]) for n in body["neighbours"]] == [(3, 1), (1, 2)]
+
+
+@pytest.mark.parametrize(
+    ("query", "status", "detail"),
+    [
+        ("iterations=1", 400, "Choose at least two iterations to compare."),
+        ("iterations=1,x", 400, "“x” is not an iteration number."),
+        ("iterations=1,2,7", 404, "demo-skill has no iteration #7."),
+        ("", 422, None),
+    ],
+)
+def test_the_api_refuses_a_bad_choice_in_one_line(api, tmp_path, query, status, detail) -> None:
+    iterations(tmp_path, FIRST, SECOND, THIRD)
+
+    response = api.get(f"/api/skills/demo-skill/compare-many?{query}")
+
+    assert response.status_code == status
+    if detail:
+        assert response.json() == {"detail": detail}
