@@ -194,8 +194,9 @@ class ShareLink(Secret):
 
     def follow(self, *, trigger: bool, old: int, new: int) -> None:
         """Point the link at number `new` wherever it names `old` (in its scope, or as a
-        comparison's `a`/`b`): the results it was made for answer to `new` now. `trigger`
-        says whose number it is, a trigger iteration's or an iteration's."""
+        comparison's `a`/`b` or one of its `iterations`): the results it was made for answer
+        to `new` now. `trigger` says whose number it is, a trigger iteration's or an
+        iteration's."""
         if (self.kind in self.TRIGGER_VIEWS) != trigger:
             return
         parts = urlsplit(self.path)
@@ -204,6 +205,13 @@ class ShareLink(Secret):
             pairs = [
                 (key, str(new) if key in ("a", "b") and value == str(old) else value)
                 for key, value in parse_qsl(self.query, keep_blank_values=True)
+            ]
+            # Several iterations side by side: "3,5,7".
+            pairs = [
+                (key, ",".join(str(new) if n == str(old) else n for n in value.split(",")))
+                if key == "iterations"
+                else (key, value)
+                for key, value in pairs
             ]
             if urlencode(pairs) == self.query:
                 return

@@ -15,7 +15,7 @@ from itertools import pairwise
 from typing import Any
 
 from .. import stats
-from ..models import Iteration, Skill
+from ..models import IssuedNumber, Iteration, NumberMoved, Skill
 from ..names import natural_key
 from .compare import (
     COMPARE_FIRST_ROWS,
@@ -60,7 +60,8 @@ def asked_numbers(given: list[str]) -> list[int]:
 
 def choose_iterations(skill: Skill, given: list[str]) -> list[Iteration]:
     """The skill's iterations named in `given` (see `asked_numbers`), light, in display
-    order; ChoiceRefused for fewer than two, more than MAX_ITERATIONS or unknown numbers."""
+    order; ChoiceRefused for fewer than two, more than MAX_ITERATIONS or unknown numbers,
+    NumberMoved for a number whose results answer to another now."""
     numbers = asked_numbers(given)
     if len(numbers) < 2:
         raise ChoiceRefused("Choose at least two iterations to compare.")
@@ -68,15 +69,27 @@ def choose_iterations(skill: Skill, given: list[str]) -> list[Iteration]:
         raise ChoiceRefused(
             f"Choose at most {MAX_ITERATIONS} iterations to compare ({len(numbers)} chosen)."
         )
-    found = list(
-        Iteration.objects.filter(skill=skill, number__in=numbers).light().in_display_order()
-    )
-    missing = sorted(set(numbers) - {iteration.number for iteration in found})
-    if missing:
-        listed = ", ".join(f"#{number}" for number in missing)
-        plural = "s" if len(missing) > 1 else ""
-        raise ChoiceRefused(f"{skill.name} has no iteration{plural} {listed}.", missing=True)
-    return found
+    found = _in_display_order(skill, numbers)
+    absent = sorted(set(numbers) - {iteration.number for iteration in found})
+    if not absent:
+        return found
+    # A number whose results answer to another one now raises NumberMoved, which pages and
+    # the API answer with a 301 to the same address under the new number (runs/views/moved.py).
+    reasons = []
+    for number in absent:
+        why = IssuedNumber.objects.missing(Iteration, skill=skill, number=number)
+        if isinstance(why, NumberMoved):
+            raise why
+        reasons.append(str(why))
+    if len(reasons) == 1:
+        raise ChoiceRefused(reasons[0], missing=True)
+    listed = ", ".join(f"#{number}" for number in absent)
+    raise ChoiceRefused(f"{skill.name} has no iterations {listed}.", missing=True)
+
+
+def _in_display_order(skill: Skill, numbers: list[int]) -> list[Iteration]:
+    iterations = Iteration.objects.filter(skill=skill, number__in=numbers)
+    return list(iterations.light().in_display_order())
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,13 @@ def moved_address(request: HttpRequest, moved: NumberMoved) -> str:
         for key, values in request.GET.lists()
         for value in values
     ]
+    # Several iterations side by side name theirs in one list: "3,5,7".
+    pairs = [
+        (key, ",".join(str(moved.number) if _names(n, moved.old) else n for n in value.split(",")))
+        if key == "iterations"
+        else (key, value)
+        for key, value in pairs
+    ]
     return path + (f"?{urlencode(pairs)}" if pairs else "")
 
 

@@ -399,3 +399,38 @@ def test_the_api_refuses_a_bad_choice_in_one_line(api, tmp_path, query, status, 
     assert response.status_code == status
     if detail:
         assert response.json() == {"detail": detail}
+
+
+def test_a_removed_iteration_is_named_and_a_moved_number_followed(client, tmp_path) -> None:
+    iterations(tmp_path, FIRST, SECOND, THIRD, FIRST)
+    Iteration.objects.get(skill__name="demo-skill", number=4).delete()
+
+    html = get(client, "iterations=1,2,4", status=404)
+    assert "demo-skill iteration #4 (iteration-4) was removed" in html
+
+    # Results whose number changed by hand (as tests/runs/test_addresses.py does it): the
+    # same address under the new number, as every page answers a moved number.
+    Iteration.objects.filter(skill__name="demo-skill", number=2).update(number=7)
+    response = client.get(COMPARE + "?iterations=1,2,3&sort=change")
+    assert response.status_code == 301
+    assert response["Location"] == COMPARE + "?iterations=1%2C7%2C3&sort=change"
+    assert eval_order(get(client, "iterations=1%2C7%2C3")) == ["e1", "e2", "e3", "e10"]
+    # A moved number onto one already chosen leaves one iteration: refused, not a 500.
+    assert "at least two" in get(client, "iterations=7,7", status=400)
+
+
+def test_a_share_link_of_several_follows_a_moved_number(user, tmp_path) -> None:
+    from accounts.models import ShareLink
+    from accounts.sharing import share_view
+
+    iterations(tmp_path, FIRST, SECOND, THIRD)
+    created = share_view(creator=user, address=COMPARE + "?iterations=1,2,3")
+    holder = Client()
+    holder.get(reverse("share", args=[created.secret]))
+    Iteration.objects.filter(skill__name="demo-skill", number=2).update(number=7)
+
+    response = holder.get(COMPARE + "?iterations=1,2,3")
+
+    assert response.status_code == 301
+    assert ShareLink.objects.get().compare_query == {"iterations": "1,7,3"}
+    assert eval_order(get(holder, "iterations=1,7,3")) == ["e1", "e2", "e3", "e10"]
