@@ -86,6 +86,7 @@ RULES: dict[str, tuple[str, str]] = {
     "api:list_runs": ("GET", "api-read"),
     "api:run_detail": ("GET", "api-read"),
     "api:compare_iterations": ("GET", "api-read"),
+    "api:compare_many_iterations": ("GET", "api-read"),
     "api:eval_history": ("GET", "api-read"),
     "api:trigger_iterations": ("GET", "api-read"),
     "api:trigger_iteration": ("GET", "api-read"),
@@ -152,6 +153,8 @@ class World:
         url = reverse(name, kwargs=kwargs)
         if name in {"runs:compare", "api:compare_iterations"}:
             url += f"?a=1&b={self.run.iteration.number}"
+        if name == "api:compare_many_iterations":
+            url += f"?iterations=1,{self.run.iteration.number}"
         if name == "api:trigger_compare":
             url += "?a=1&b=2"
         if name == "api:trigger_iteration":
