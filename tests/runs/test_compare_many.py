@@ -302,6 +302,15 @@ def test_the_skill_page_selects_iterations_to_compare(client, tmp_path) -> None:
     assert sorted(boxes) == ["1", "2", "3"]
 
 
+def test_one_iteration_offers_no_selection_and_the_pair_page_points_here(client, tmp_path):
+    iterations(tmp_path, FIRST)
+    assert 'id="compare-selected"' not in client.get("/skills/demo-skill/").content.decode()
+
+    iterations(tmp_path, FIRST, SECOND)
+    two = get(client, "a=1&b=2")
+    assert 'href="/skills/demo-skill/#iterations">Three or more side by side</a>' in two
+
+
 def test_a_skill_link_opens_it_a_comparison_link_only_its_own(user, tmp_path) -> None:
     from accounts.sharing import share_view
 
