@@ -150,6 +150,15 @@ def test_a_column_without_a_control_says_why_it_has_no_delta(client, tmp_path) -
     assert "not comparable: #3 has no control condition, so no delta" in pair
 
 
+def test_a_column_whose_delta_has_no_interval_says_why(client, tmp_path) -> None:
+    iterations(tmp_path, FIRST, SECOND, {"e1": ([1.0], [0.5])})
+
+    html = get(client, "iterations=1,2,3")
+
+    row = paragraph(html.replace("<tr", "<p").replace("</tr>", "</p>"), "column-3")
+    assert "with_skill − without_skill +0.50 (1 eval in both: no interval)" in row
+
+
 def test_neighbours_get_the_verdicts_the_two_iteration_page_gives(client, tmp_path) -> None:
     iterations(tmp_path, FIRST, SECOND, THIRD)
 
