@@ -86,7 +86,6 @@ def compare_many_page(request: HttpRequest, skill: Skill) -> HttpResponse:
         "comparison": comparison,
         "table": SimpleLazyObject(lambda: many_table(comparison, **state)),
         "sort": state["sort"],
-        "directions": DIRECTIONS,
     }
     template_name = "runs/compare_many.html"
     if wants_fragment(request):
