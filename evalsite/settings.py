@@ -17,6 +17,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.functional import lazy
 
 from evalsite.cache import redis_cache
+from runs import pricing as _pricing
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -312,6 +313,12 @@ ANTHROPIC_BASE_URL = env_at_use("ANTHROPIC_BASE_URL")
 EVALSITE_AGENT_MODEL = os.environ.get("EVALSITE_AGENT_MODEL", "claude-sonnet-5-5")
 EVALSITE_JUDGE_MODEL = os.environ.get("EVALSITE_JUDGE_MODEL", "claude-sonnet-5-5")
 EVALSITE_API_MAX_RETRIES = env_int("EVALSITE_API_MAX_RETRIES", 6)
+# Prices per million tokens over the shipped table (runs/pricing.py), as JSON:
+# {"model": {"input": 3, "output": 15, "cache_write": 3.75, "cache_read": 0.3}}.
+try:
+    EVALSITE_PRICES = _pricing.parse_prices(os.environ.get("EVALSITE_PRICES", ""))
+except _pricing.PriceError as _exc:
+    raise ImproperlyConfigured(str(_exc)) from None
 # A run's disk quota: what its task folder (and the CLI's home) may hold in all, and in how
 # many files; a command that grows it past either is stopped and the run is errored.
 EVALSITE_RUN_DISK_BYTES = env_int("EVALSITE_RUN_DISK_BYTES", 2 * 1024**3)

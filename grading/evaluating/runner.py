@@ -318,6 +318,13 @@ class Runner:
                 "total_tokens": agent.usage.total,
                 "duration_ms": agent.duration_ms,
                 "source": "completion-event",
+                # The agent's tokens by kind, in the Messages API's names: what prices them.
+                "usage": {
+                    "input_tokens": agent.usage.input,
+                    "output_tokens": agent.usage.output,
+                    "cache_creation_input_tokens": agent.usage.cache_creation,
+                    "cache_read_input_tokens": agent.usage.cache_read,
+                },
             },
         )
         # Only a complete run folder ever appears in the iteration: rename is atomic.

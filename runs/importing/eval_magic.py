@@ -20,6 +20,7 @@ from .records import (
     ParsedIteration,
     ParsedResult,
     ParsedRun,
+    read_usage,
 )
 from .tree import FileTree, run_slots
 
@@ -203,6 +204,7 @@ def _read_run(
         duration = timing.get("duration_ms")
         run.duration_ms = round(duration) if duration is not None else None
         run.timing_source = timing.get("source", "")
+        read_usage(run, timing)
     if grading:
         run.grading = eval_magic_grading(grading)
     if (error := load("error.json", "run-error")) is not None:

@@ -124,7 +124,42 @@ class ParsedRun:
     total_tokens: int | None = None
     duration_ms: int | None = None
     timing_source: str = ""
+    #: The tokens by kind, where timing.json says (`read_usage`); None where it does not.
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cache_read_tokens: int | None = None
     grading: ParsedGrading | None = None
+
+
+#: timing.json `usage` (runevals writes the Messages API's names) → ParsedRun's fields.
+USAGE_FIELDS = {
+    "input_tokens": "input_tokens",
+    "output_tokens": "output_tokens",
+    "cache_creation_input_tokens": "cache_write_tokens",
+    "cache_read_input_tokens": "cache_read_tokens",
+}
+
+
+def read_usage(run: ParsedRun, timing: dict[str, Any]) -> None:
+    """The run's tokens by kind from timing.json's `usage` object (or the same keys at its
+    top level), leniently: without whole input and output counts there is no breakdown, and
+    the run keeps only its total; missing cache counts are 0."""
+    usage = timing.get("usage")
+    usage = usage if isinstance(usage, dict) else timing
+    counts = {}
+    for key, name in USAGE_FIELDS.items():
+        value = usage.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            counts[name] = value
+    if "input_tokens" not in counts or "output_tokens" not in counts:
+        return
+    run.input_tokens, run.output_tokens = counts["input_tokens"], counts["output_tokens"]
+    run.cache_write_tokens = counts.get("cache_write_tokens", 0)
+    run.cache_read_tokens = counts.get("cache_read_tokens", 0)
+    if run.total_tokens is None:
+        run.total_tokens = run.input_tokens + run.output_tokens
+        run.total_tokens += run.cache_write_tokens + run.cache_read_tokens
 
 
 def names_skill(value: Any, skill_name: str) -> bool:

@@ -7,6 +7,7 @@ from django.http import Http404
 from django.urls import reverse
 
 from ..names import NameValidator, findable
+from ..pricing import Tokens
 from .choices import RunStatus, TimingSource
 from .fields import JSONField
 from .iterations import Condition, Iteration
@@ -91,6 +92,12 @@ class Run(models.Model):
     artifacts = JSONField(default=dict)
     total_tokens = models.BigIntegerField(null=True, blank=True)
     duration_ms = models.BigIntegerField(null=True, blank=True)
+    #: The tokens by kind, where the source recorded them (runevals' timing.json `usage`);
+    #: null where only a total is known, which cannot be priced (runs.pricing).
+    input_tokens = models.BigIntegerField(null=True, blank=True)
+    output_tokens = models.BigIntegerField(null=True, blank=True)
+    cache_write_tokens = models.BigIntegerField(null=True, blank=True)
+    cache_read_tokens = models.BigIntegerField(null=True, blank=True)
     timing_source = models.CharField(max_length=32, choices=TimingSource.choices, blank=True)
     #: Whether the transcript shows a `Skill` call naming the skill; None without a transcript.
     #: How invocation is known on negative evals, which carry no meta check.
@@ -124,6 +131,7 @@ class Run(models.Model):
                     "total_tokens",
                     "duration_ms",
                     "skill_called",
+                    *("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens"),
                 ],
                 include=["id"],
                 name="run_cells_covering",
@@ -138,6 +146,17 @@ class Run(models.Model):
         """What a person reads for its eval: the definition's name (skill-creator's
         `eval_name`), else the id, which stays in URLs."""
         return self.eval_case.name or self.eval_id
+
+    def token_kinds(self) -> Tokens | None:
+        """The run's tokens by kind, None where only a total (or nothing) was recorded."""
+        if self.input_tokens is None or self.output_tokens is None:
+            return None
+        return Tokens(
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_write_tokens or 0,
+            self.cache_read_tokens or 0,
+        )
 
     def get_absolute_url(self) -> str:
         """The run link; needs `iteration__skill` and `condition` loaded to avoid queries."""

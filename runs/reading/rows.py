@@ -38,6 +38,12 @@ class CellRow(NamedTuple):
     tokens_n: int
     duration_sum: int | None
     duration_n: int
+    #: Over the runs whose tokens are known by kind (priced_n of them): what prices them.
+    input_sum: int | None
+    output_sum: int | None
+    cache_write_sum: int | None
+    cache_read_sum: int | None
+    priced_n: int
 
 
 def cell_aggregates(iteration_ids: list[int]) -> QuerySet:
@@ -69,6 +75,11 @@ def cell_aggregates(iteration_ids: list[int]) -> QuerySet:
             tokens_n=Count("total_tokens"),
             duration_sum=Sum("duration_ms"),
             duration_n=Count("duration_ms"),
+            input_sum=Sum("input_tokens"),
+            output_sum=Sum("output_tokens"),
+            cache_write_sum=Sum("cache_write_tokens"),
+            cache_read_sum=Sum("cache_read_tokens"),
+            priced_n=Count("input_tokens"),
         )
         .values_list(*CellRow._fields)
     )

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .. import stats
+from .. import pricing, stats
 from ..models import Iteration, Role
 from .rows import CaseRow, CellRow, ConditionRow, cases_of, cell_aggregates, conditions_of, fetch
 
@@ -58,6 +58,8 @@ class ConditionSummary:
     false_trigger: stats.Proportion | None
     mean_tokens: float | None
     mean_duration_ms: float | None
+    #: What its runs cost at the iteration's agent model's price (runs.pricing).
+    cost: pricing.Cost = pricing.Cost()
 
     @property
     def sentence(self) -> str:
@@ -117,6 +119,28 @@ class IterationSummary:
         return stats.pass_rate_gain_per_1k_tokens(self.delta.mean, self.token_delta)
 
     @property
+    def cost(self) -> pricing.Cost:
+        """What all its runs cost, when every condition's total is known."""
+        return pricing.sum_costs([c.cost for c in self.conditions])
+
+    @property
+    def extra_cost_per_run(self) -> float | None:
+        """What a treatment run costs more than a control run, in dollars."""
+        if not self.treatment or not self.control:
+            return None
+        t, c = self.treatment.cost.mean_usd, self.control.cost.mean_usd
+        return t - c if t is not None and c is not None else None
+
+    @property
+    def cost_per_point(self) -> float | None:
+        """Extra dollars a run per pass-rate point the treatment gains (runs.pricing)."""
+        if self.delta is None:
+            return None
+        return pricing.cost_per_point(
+            self.extra_cost_per_run, self.delta.mean * 100, significant=self.delta.significant
+        )
+
+    @property
     def power_note(self) -> str:
         """Why the delta cannot be significant with this few evals, and how many it needs."""
         return stats.power_note(self.delta)
@@ -157,6 +181,8 @@ class _ConditionTotals:
     tokens_n: int
     duration: float
     duration_n: int
+    token_kinds: pricing.Tokens
+    priced_n: int
 
     @classmethod
     def from_rows(
@@ -196,6 +222,14 @@ class _ConditionTotals:
             tokens_n=sum(col.tokens_n),
             duration=float(sum(filter(None, col.duration_sum))),
             duration_n=sum(col.duration_n),
+            token_kinds=pricing.Tokens(
+                *(
+                    int(sum(filter(None, values)))
+                    for values in (col.input_sum, col.output_sum)
+                    + (col.cache_write_sum, col.cache_read_sum)
+                )
+            ),
+            priced_n=sum(col.priced_n),
         )
 
 
@@ -251,7 +285,8 @@ def _summary(
     cell_rows: list[CellRow],
     condition_names: dict[int, str],
 ) -> IterationSummary:
-    conditions = [_condition(condition, weights) for condition in totals]
+    model = iteration.agent_model
+    conditions = [_condition(condition, weights, model) for condition in totals]
     treatment, control = _pick(conditions, Role.TREATMENT), _pick(conditions, Role.CONTROL)
     delta = None
     if treatment and control and treatment.score and control.score:
@@ -287,7 +322,7 @@ def _pick(conditions: list[ConditionSummary], role: str) -> ConditionSummary | N
     return next((c for c in conditions if c.role == role), None)
 
 
-def _condition(totals: _ConditionTotals, weights: dict[str, float]) -> ConditionSummary:
+def _condition(totals: _ConditionTotals, weights: dict[str, float], model: str) -> ConditionSummary:
     invocation = false_trigger = None
     if totals.loads_skill:
         if totals.positive_evals and totals.checked:
@@ -308,6 +343,12 @@ def _condition(totals: _ConditionTotals, weights: dict[str, float]) -> Condition
         false_trigger=false_trigger,
         mean_tokens=_mean(totals.tokens, totals.tokens_n),
         mean_duration_ms=_mean(totals.duration, totals.duration_n),
+        cost=pricing.group_cost(
+            model,
+            totals.token_kinds,
+            priced_runs=totals.priced_n,
+            runs_with_tokens=totals.tokens_n,
+        ),
     )
 
 
