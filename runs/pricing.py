@@ -116,6 +116,21 @@ class Tokens:
         )
 
 
+def tokens_of_usage(usage: dict[str, Any]) -> Tokens:
+    """A Messages API `usage` object's tokens by kind (a missing or odd count is 0)."""
+
+    def count(key: str) -> int:
+        value = usage.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    return Tokens(
+        count("input_tokens"),
+        count("output_tokens"),
+        count("cache_creation_input_tokens"),
+        count("cache_read_input_tokens"),
+    )
+
+
 def cost_usd(price: Price, tokens: Tokens) -> float:
     """What `tokens` cost at `price`, in US dollars."""
     return (

@@ -16,6 +16,7 @@ from typing import Any
 from grading.evaluating.plan import Plan
 from grading.evaluating.runner import IterationRun, RunOutcome, Settings
 from grading.sandbox import sandbox_problem
+from runs import pricing
 from runs.models import Iteration
 from runs.reading.compare import compare
 from runs.reading.summaries import summarise_iterations
@@ -39,16 +40,21 @@ class CampaignResult:
     #: Why the campaign stopped dispatching before its last run ("the budget of $5.00 would
     #: be exceeded"), "" when nothing stopped it. What finished is imported all the same.
     budget_stopped: str = ""
+    #: Skills whose iteration the budget stop kept from starting at all.
+    not_started: list[str] = field(default_factory=list)
 
     @property
     def regression(self) -> bool:
         return any(report["regression"] for report in self.reports)
 
     def check(self, *, fail_on_regression: bool) -> None:
-        """CampaignError(exit 1) for a regression, when asked to fail on one."""
+        """CampaignError(exit 1) for a regression, when asked to fail on one, and for a
+        budget stop: the campaign did not play all its runs (--resume finishes it)."""
         if fail_on_regression and self.regression:
             regressed = [r["skill"] for r in self.reports if r["regression"]]
             raise CampaignError(f"regression in {', '.join(regressed)}", REGRESSION)
+        if self.budget_stopped:
+            raise CampaignError(self.budget_stopped, REGRESSION)
 
     def summary(self, *, as_json: bool = False) -> str:
         """One line per imported iteration (JSON: its report, or the list of them); else the
@@ -95,10 +101,13 @@ def iteration_report(result: IterationRun) -> dict[str, Any]:
     parts.append(summary.verdict)
     if regressed_evals:
         parts.append(f"regressed since #{previous.number}: {', '.join(regressed_evals)}")
+    cost = result.cost_usd
     parts.append(
         f"{len(result.outcomes)} runs ({result.errored} errored"
-        f"{', resumed' if result.resumed else ''}), {result.api_calls} API calls, "
-        f"{result.tokens} tokens"
+        f"{', resumed' if result.resumed else ''}"
+        f"{f', {result.not_played} not played: budget stop' if result.not_played else ''}), "
+        f"{result.api_calls} API calls, {result.tokens} tokens, "
+        + (pricing.format_usd(cost) if cost is not None else "cost unknown (a model has no price)")
     )
     return {
         "skill": result.skill,
@@ -115,6 +124,8 @@ def iteration_report(result: IterationRun) -> dict[str, Any]:
         "errored": result.errored,
         "api_calls": result.api_calls,
         "tokens": result.tokens,
+        "cost_usd": round(cost, 6) if cost is not None else None,
+        "not_played": result.not_played,
         "regressed_evals": regressed_evals,
         "regression": negative or bool(regressed_evals),
         "summary": "; ".join(parts),
@@ -141,7 +152,39 @@ def plan_lines(plan: Plan) -> list[str]:
         f"API calls: {fewest + judges} at least ({fewest} agent, {judges} judge), "
         f"at most {most + judges} (agent calls are capped at {max_calls} per run)"
     )
+    lines.append(estimated_cost_line(plan, fewest=fewest, most=most, judges=judges))
     return lines
+
+
+#: What a dry run assumes one call spends: an agent call reads the system prompt, tools and
+#: conversation so far (uncached) and writes a turn; a judge call reads one run's record.
+AGENT_CALL = pricing.Tokens(input=10_000, output=1_000)
+JUDGE_CALL = pricing.Tokens(input=5_000, output=500)
+
+
+def estimated_cost_line(plan: Plan, *, fewest: int, most: int, judges: int) -> str:
+    """The plan's cost from its call bounds, at AGENT_CALL and JUDGE_CALL tokens a call."""
+    agent, judge = pricing.price_of(plan.agent_model), pricing.price_of(plan.judge_model)
+    if agent is None or (judges and judge is None):
+        model = plan.agent_model if agent is None else plan.judge_model
+        return f"Estimated cost: unknown, {pricing.no_price(model)} (add it to EVALSITE_PRICES)"
+    judging = judges * pricing.cost_usd(judge, JUDGE_CALL) if judge is not None else 0.0
+    low = fewest * pricing.cost_usd(agent, AGENT_CALL) + judging
+    high = most * pricing.cost_usd(agent, AGENT_CALL) + judging
+    return (
+        f"Estimated cost: {pricing.format_usd(low)} to {pricing.format_usd(high)}, assuming "
+        f"{AGENT_CALL.input // 1000}k input and {AGENT_CALL.output // 1000}k output tokens "
+        f"an agent call and {JUDGE_CALL.input // 1000}k / {JUDGE_CALL.output / 1000:g}k a "
+        "judge call, no cache (cache reads cost less, long conversations more)"
+    )
+
+
+def budget_line(stopped: str, not_started: list[str]) -> str:
+    """The one line runevals prints when the spending limit stopped it, "" otherwise."""
+    if not stopped:
+        return ""
+    later = f"; not started: {', '.join(not_started)}" if not_started else ""
+    return f"{stopped}{later}; what finished is imported, --resume plays the rest"
 
 
 def sandbox_line(*, sandboxed: bool) -> str:

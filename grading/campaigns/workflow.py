@@ -19,12 +19,19 @@ from grading.anthropic_client import anthropic_client
 from grading.evaluating.folders import LockHeld
 from grading.evaluating.plan import Plan, PlanError, make_plan
 from grading.evaluating.runner import Progress, Runner
+from grading.evaluating.spending import SpendingLimit, unpriced_models
 from runs.importing import ImportFailure
 
 from .models import QueuedIteration
 from .options import CampaignError, CampaignOptions
 from .queueing import enqueue, lock_message, wait
-from .report import CampaignResult, iteration_report, queued_line, sandbox_line
+from .report import (
+    CampaignResult,
+    budget_line,
+    iteration_report,
+    queued_line,
+    sandbox_line,
+)
 
 UNSANDBOXED_WARNING = (
     "runevals: --unsafe-no-sandbox: agents' commands and command checks run "
@@ -50,6 +57,8 @@ def run_evals(
     queue: bool = False,
     wait_until_imported: bool = False,
     resume: bool = False,
+    max_cost: float | None = None,
+    max_tokens: int | None = None,
     progress: Progress | None = None,
     tell: Callable[[str], None] = _unheard,
     warn: Callable[[str], None] = _unheard,
@@ -63,6 +72,7 @@ def run_evals(
         raise CampaignError("--runs and --concurrency must be at least 1")
     if wait_until_imported and not queue:
         raise CampaignError("--wait follows a queued campaign: add --queue")
+    spending = spending_limit(max_cost, max_tokens, queue=queue)
     plans = plan_skills(
         list(skill_dirs),
         mode=mode,
@@ -72,17 +82,41 @@ def run_evals(
         agent_model=agent_model,
         judge_model=judge_model,
     )
+    if spending.max_usd is not None and (unpriced := unpriced_models(models_of(plans))):
+        raise CampaignError(
+            f"--max-cost: no price for model {', '.join(unpriced)}; "
+            "add a price to EVALSITE_PRICES"
+        )
     if dry_run:
         return CampaignResult(plans=plans, sandbox=sandbox_line(sandboxed=options.sandbox))
     if not options.sandbox:
         warn(UNSANDBOXED_WARNING)
     if not queue:
-        return run_here(plans, options, resume=resume, progress=progress)
+        return run_here(plans, options, resume=resume, progress=progress, spending=spending)
     campaign = enqueue(plans, options, resume=resume)
     if not wait_until_imported:
         return CampaignResult(campaign=campaign)
     tell(queued_line(campaign))
     return wait(campaign, progress=progress)
+
+
+def spending_limit(max_cost: float | None, max_tokens: int | None, *, queue: bool) -> SpendingLimit:
+    """The campaign's limit from --max-cost / --max-tokens, checked."""
+    if (max_cost is not None and max_cost <= 0) or (max_tokens is not None and max_tokens < 1):
+        raise CampaignError("--max-cost and --max-tokens must be more than 0")
+    if queue and (max_cost is not None or max_tokens is not None):
+        # Workers claim runs one by one and nothing adds up their spend before a claim yet.
+        raise CampaignError("--max-cost and --max-tokens are not available with --queue")
+    return SpendingLimit(max_usd=max_cost, max_tokens=max_tokens)
+
+
+def models_of(plans: list[Plan]) -> set[str]:
+    """Every model the plans call: agents, judges, and judges an assertion names."""
+    models = {m for plan in plans for m in (plan.agent_model, plan.judge_model) if m}
+    for plan in plans:
+        for case in plan.evals:
+            models.update(str(a["model"]) for a in case.assertions if a.get("model"))
+    return models
 
 
 def plan_skills(skill_dirs: list[Path], **plan_options: Any) -> list[Plan]:
@@ -99,22 +133,25 @@ def run_here(
     *,
     resume: bool = False,
     progress: Progress | None = None,
+    spending: SpendingLimit | None = None,
 ) -> CampaignResult:
-    """Play, grade, write and import each skill's iteration in this process."""
+    """Play, grade, write and import each skill's iteration in this process; once the
+    spending limit stops the campaign, the skills not started are left for --resume."""
     if (problem := options.problem_playing_here()) is not None:
         raise CampaignError(problem)
     client = anthropic_client()
     result = CampaignResult()
+    spending = spending or SpendingLimit()
     for plan in plans:
+        if spending.stopped:
+            result.not_started.append(plan.skill.name)
+            continue
         locked = QueuedIteration.objects.active().filter(skill_name=plan.skill.name).first()
         if locked is not None and not locked.campaign.stale:
             raise CampaignError(lock_message(locked))
-        runner = Runner(
-            plan,
-            client,
-            options.runner_settings(settings.EVALSITE_WORKSPACE_DIR),
-            progress=progress,
-        )
+        runner_settings = options.runner_settings(settings.EVALSITE_WORKSPACE_DIR)
+        runner_settings.spending = spending
+        runner = Runner(plan, client, runner_settings, progress=progress)
         try:
             done = runner.run(resume=resume)
         except LockHeld as exc:
@@ -122,4 +159,5 @@ def run_here(
         except ImportFailure as exc:
             raise CampaignError(f"import failed: {exc.message}") from None
         result.reports.append(iteration_report(done))
+    result.budget_stopped = budget_line(spending.stopped, result.not_started)
     return result

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 HARNESS = "evalsite-runevals"
+#: In an iteration folder: the spending limit stopped it with runs not played (the reason).
+BUDGET_STOPPED = ".budget-stopped"
 ITERATION_DIR = re.compile(r"^iteration-(\d+)$")
 
 
@@ -60,14 +62,16 @@ def iteration_folders(skill_folder: Path) -> list[tuple[int, Path]]:
 
 
 def unfinished_iteration(skill_folder: Path) -> Path | None:
-    """The newest iteration this tool started and never finished (no benchmark.json)."""
+    """The newest iteration this tool started and never finished: no benchmark.json, or
+    one written when the spending limit stopped it (imported with the runs that finished)."""
     for _, folder in reversed(iteration_folders(skill_folder)):
         conditions = folder / "conditions.json"
         if not conditions.is_file():
             continue
         recorded = json.loads(conditions.read_text(encoding="utf-8"))
         started_here = recorded.get("harness") == HARNESS or "runevals" in recorded
-        if started_here and not (folder / "benchmark.json").exists():
+        finished = (folder / "benchmark.json").exists() and not (folder / BUDGET_STOPPED).exists()
+        if started_here and not finished:
             return folder
         return None
     return None

@@ -15,6 +15,7 @@ from typing import Any
 
 from grading.anthropic_client import MessagesClient
 from grading.graders.grade import grade_run
+from runs import pricing
 
 from .harness import AgentResult
 from .plan import ConditionPlan, EvalPlan, Plan, RunPlan
@@ -54,6 +55,8 @@ class Graded:
     total: int
     calls: int
     tokens: int
+    #: What the judge calls cost at their models' prices; None when one has no price.
+    cost_usd: float | None = 0.0
 
 
 def grade_run_folder(
@@ -89,12 +92,19 @@ def grade_run_folder(
     )
     write_json(staging / "grading.json", grading)
     calls = tokens = 0
+    cost: float | None = 0.0
     for response in sorted((staging / "judge-responses").glob("*.json")):
-        usage = json.loads(response.read_text(encoding="utf-8")).get("usage") or {}
+        data = json.loads(response.read_text(encoding="utf-8"))
+        usage = data.get("usage") or {}
         calls += 1
         tokens += sum(v for v in usage.values() if isinstance(v, int))
+        price = pricing.price_of(str(data.get("model") or plan.judge_model))
+        if price is None or cost is None:
+            cost = None
+            continue
+        cost += pricing.cost_usd(price, pricing.tokens_of_usage(usage))
     summary = grading["summary"]
-    return Graded(summary["passed"], summary["total"], calls, tokens)
+    return Graded(summary["passed"], summary["total"], calls, tokens, cost)
 
 
 def write_error(folder: Path, error: str, kind: str, *, calls: int = 0) -> None:

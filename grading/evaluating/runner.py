@@ -13,8 +13,9 @@ import os
 import shutil
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,10 @@ import anthropic
 from grading.anthropic_client import MessagesClient
 from grading.graders.judge import JudgeUnavailable
 from grading.sandbox import SandboxError, unsandboxed
+from runs import pricing
 from runs.importing import import_workspace, iteration_benchmark
 
-from .folders import SkillLock, iteration_folders, unfinished_iteration
+from .folders import BUDGET_STOPPED, SkillLock, iteration_folders, unfinished_iteration
 from .harness import AgentResult, AgentSettings, Dispatch, Harness
 from .messages import MessagesHarness
 from .plan import (
@@ -37,6 +39,7 @@ from .plan import (
     read_definition,
 )
 from .runfolder import grade_run_folder, now, write_error, write_json, write_run
+from .spending import SpendingLimit
 from .taskdir import build_template, copy_template
 
 log = logging.getLogger(__name__)
@@ -74,6 +77,8 @@ class RunOutcome:
     calls: int = 0
     judge_tokens: int = 0
     judge_calls: int = 0
+    #: Agent and judge calls at their models' prices; None when one has no price.
+    cost_usd: float | None = None
     seconds: float = 0.0
     api_seconds: float = 0.0
     resumed: bool = False
@@ -91,6 +96,8 @@ class IterationRun:
     folder: Path
     outcomes: list[RunOutcome] = field(default_factory=list)
     resumed: bool = False
+    #: Runs of the plan the spending limit kept from starting (`--resume` plays them).
+    not_played: int = 0
 
     @property
     def api_calls(self) -> int:
@@ -103,6 +110,14 @@ class IterationRun:
     @property
     def errored(self) -> int:
         return sum(1 for o in self.outcomes if o.errored)
+
+    @property
+    def cost_usd(self) -> float | None:
+        """What this invocation's runs cost (agent and judge); None if one is unpriced."""
+        played = [o for o in self.outcomes if not o.resumed]
+        if any(o.cost_usd is None for o in played):
+            return None
+        return sum(o.cost_usd or 0.0 for o in played)
 
 
 @dataclass
@@ -117,6 +132,8 @@ class Settings:
     harness: Harness = field(default_factory=MessagesHarness)
     #: False only for --unsafe-no-sandbox: agents' commands and command checks run bare.
     sandbox: bool = True
+    #: The campaign's --max-cost / --max-tokens, shared by its skills' runners.
+    spending: SpendingLimit = field(default_factory=SpendingLimit)
 
 
 class Runner:
@@ -150,6 +167,12 @@ class Runner:
                 self.write_conditions(result.folder)
             self._run_all(result)
             self.finish(result.folder)
+            # Imported like any iteration, but still unfinished for --resume (folders.py).
+            marker = result.folder / BUDGET_STOPPED
+            if result.not_played:
+                marker.write_text(self.settings.spending.stopped + "\n", encoding="utf-8")
+            else:
+                marker.unlink(missing_ok=True)
         import_workspace([result.folder])
         return result
 
@@ -222,15 +245,32 @@ class Runner:
                 shutil.rmtree(target)
             pending.append(run)
         total = len(pending)
-        with ThreadPoolExecutor(max_workers=max(1, self.settings.concurrency)) as pool:
-            futures = [pool.submit(self.run_one, folder, run) for run in pending]
-            for future in as_completed(futures):
-                outcome = future.result()
-                result.outcomes.append(outcome)
-                with self._lock:
-                    self._done += 1
-                    if self.progress:
-                        self.progress(outcome, self._done, total)
+        slots = max(1, self.settings.concurrency)
+        spending = self.settings.spending
+        waiting, running = deque(pending), set()
+        with ThreadPoolExecutor(max_workers=slots) as pool:
+            while waiting or running:
+                # Each run is dispatched only when a slot is free and the budget allows it;
+                # once it refuses, the runs in flight finish and nothing else starts.
+                while waiting and len(running) < slots:
+                    if spending.refusal(in_flight=len(running)):
+                        result.not_played = len(waiting)
+                        waiting.clear()
+                        break
+                    running.add(pool.submit(self.run_one, folder, waiting.popleft()))
+                if not running:
+                    break
+                finished, running = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    outcome = future.result()
+                    spending.record(
+                        tokens=outcome.tokens + outcome.judge_tokens, cost_usd=outcome.cost_usd
+                    )
+                    result.outcomes.append(outcome)
+                    with self._lock:
+                        self._done += 1
+                        if self.progress:
+                            self.progress(outcome, self._done, total)
         shutil.rmtree(folder / ".templates", ignore_errors=True)
 
     def _template(self, folder: Path, eval_id: str) -> tuple[Path, str]:
@@ -283,6 +323,7 @@ class Runner:
         staging.mkdir(parents=True)
         outcome = RunOutcome(run)
         agent = dispatch.result
+        judge_cost: float | None = 0.0
         try:
             agent = self.settings.harness.run(dispatch)
             write_run(staging, run=run, case=case, condition=condition, env=env, agent=agent)
@@ -298,6 +339,7 @@ class Runner:
             )
             outcome.passed, outcome.total = graded.passed, graded.total
             outcome.judge_tokens, outcome.judge_calls = graded.tokens, graded.calls
+            judge_cost = graded.cost_usd
         except Exception as exc:
             # Retries of API faults are the SDK's (429 with retry-after, 529, 5xx, timeouts,
             # dropped connections; a 200 with an unreadable body is a bare JSONDecodeError);
@@ -312,6 +354,7 @@ class Runner:
         for name, data in agent.artifacts.items():
             write_json(staging / name, data)
         outcome.tokens, outcome.calls = agent.usage.total, agent.usage.calls
+        outcome.cost_usd = self._cost(agent, judge_cost)
         write_json(
             staging / "timing.json",
             {
@@ -336,6 +379,15 @@ class Runner:
         outcome.seconds = time.monotonic() - started
         outcome.api_seconds = client.seconds
         return outcome
+
+    def _cost(self, agent: AgentResult, judge_cost: float | None) -> float | None:
+        """The run's agent tokens at the agent model's price, plus its judging."""
+        price = pricing.price_of(self.plan.agent_model)
+        if price is None or judge_cost is None:
+            return None
+        usage = agent.usage
+        tokens = pricing.Tokens(usage.input, usage.output, usage.cache_creation, usage.cache_read)
+        return pricing.cost_usd(price, tokens) + judge_cost
 
     def finish(self, folder: Path) -> None:
         """benchmark.json from the graded runs, with evalsite's validity warnings."""

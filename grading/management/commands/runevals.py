@@ -29,7 +29,10 @@ from runs.models import Iteration
 from runs.reporting.files import add_report_arguments, check_report_arguments, write_reports
 
 #: Options of eval runs that a trigger campaign has no use for, and the reverse.
-NOT_WITH_TRIGGERS = ("baseline", "only", "queue", "wait", "resume", "summary", "junit")
+NOT_WITH_TRIGGERS = (
+    *("baseline", "only", "queue", "wait", "resume", "summary", "junit"),
+    *("max_cost", "max_tokens"),
+)
 TRIGGERS_ONLY = (
     *("description", "siblings", "holdout", "trigger_timeout", "trigger_threshold", "out"),
 )
@@ -86,6 +89,17 @@ class Command(BaseCommand):
             "--dry-run", action="store_true", help="validate and print the plan; call nothing"
         )
         parser.add_argument("--fail-on-regression", action="store_true")
+        budget = parser.add_argument_group("budget (not with --queue)")
+        budget.add_argument(
+            "--max-cost",
+            type=float,
+            metavar="USD",
+            help="stop dispatching runs before the "
+            "campaign's spend (agent and judge, at EVALSITE_PRICES) would pass this; exit 1",
+        )
+        budget.add_argument(
+            "--max-tokens", type=int, metavar="N", help="the same, counted in tokens"
+        )
         parser.add_argument("--json", action="store_true", help="print the summary as JSON")
         parser.add_argument(
             "--keep-env", action="store_true", help="keep each run's task folder (env-*)"
@@ -173,6 +187,8 @@ class Command(BaseCommand):
                     queue=options["queue"],
                     wait_until_imported=options["wait"],
                     resume=options["resume"],
+                    max_cost=options["max_cost"],
+                    max_tokens=options["max_tokens"],
                     progress=functools.partial(_show, shown),
                     tell=log.write,
                     warn=self.stderr.write,
@@ -194,7 +210,7 @@ class Command(BaseCommand):
         if options["mode"] != "new-skill":
             refused.insert(0, "mode")
         if refused:
-            flags = ", ".join(f"--{name}" for name in refused)
+            flags = ", ".join(f"--{name.replace('_', '-')}" for name in refused)
             raise CommandError(f"{flags}: not with --triggers", returncode=COULD_NOT_RUN)
         try:
             with CommandProgress(log, lines=False) as shown:
