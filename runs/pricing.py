@@ -224,3 +224,14 @@ def cost_per_point(
     if extra_usd_per_run <= 0:
         return None
     return extra_usd_per_run / delta_points
+
+
+def run_cost(model: str, tokens: Tokens | None, *, total_tokens: int | None) -> Cost:
+    """One run's cost: its tokens by kind at the model's price, or why there is none."""
+    if tokens is None:
+        return Cost(note=ONLY_TOTALS if total_tokens else "no tokens recorded")
+    price = price_of(model)
+    if price is None:
+        return Cost(priced_runs=1, note=no_price(model))
+    amount = cost_usd(price, tokens)
+    return Cost(amount, amount, 1)

@@ -13,6 +13,7 @@ from typing import Any
 from ninja import Schema
 from pydantic import Field
 
+from .. import pricing
 from ..names import address
 from ..warnings import messages
 from .reports import imported_iterations
@@ -38,6 +39,22 @@ class ProportionOut(Schema):
     interval: IntervalOut | None
 
 
+class CostOut(Schema):
+    """US dollars at the price table's rates (runs.pricing); `note` says what is missing."""
+
+    total_usd: float | None
+    mean_usd: float | None
+    priced_runs: int
+    note: str
+
+
+class TokenKindsOut(Schema):
+    input: int
+    output: int
+    cache_write: int
+    cache_read: int
+
+
 class ConditionOut(Schema):
     name: str
     role: str
@@ -51,6 +68,7 @@ class ConditionOut(Schema):
     false_trigger: ProportionOut | None
     mean_tokens: float | None
     mean_duration_ms: float | None
+    cost: CostOut
 
 
 class DeltaOut(Schema):
@@ -88,6 +106,11 @@ class IterationOut(Schema):
     delta: DeltaOut | None
     verdict: str
     gain_per_1k_tokens: float | None
+    #: The agent runs' cost; what a treatment run costs more, and that per pass-rate point
+    #: gained (only for a significant gain that costs more).
+    cost: CostOut
+    extra_cost_per_run: float | None
+    cost_per_point: float | None
     evals: list[str]
     zero_assertion_evals: list[str]
     #: None for a name stored before names were validated, that no address can hold.
@@ -178,12 +201,24 @@ class RunOut(Schema):
     run_index: int
     status: str
     total_tokens: int | None
+    tokens_by_kind: TokenKindsOut | None
+    cost: CostOut
     duration_ms: int | None
     skill_called: bool | None
     grading: GradingOut | None
     reviews: list[ReviewOut]
     #: None for a name stored before names were validated, that no address can hold.
     url: str | None
+
+    @staticmethod
+    def resolve_tokens_by_kind(run: Any) -> Any:
+        return run.token_kinds()
+
+    @staticmethod
+    def resolve_cost(run: Any) -> Any:
+        return pricing.run_cost(
+            run.iteration.agent_model, run.token_kinds(), total_tokens=run.total_tokens
+        )
 
     @staticmethod
     def resolve_grading(run: Any) -> Any:

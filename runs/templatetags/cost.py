@@ -21,12 +21,9 @@ def usd(amount: float | None) -> str:
 def run_cost(run: Run, model: str) -> str:
     """The run's cost at `model`'s price, its tokens by kind on hover; else why not."""
     tokens = run.token_kinds()
-    if tokens is None:
-        reason = pricing.ONLY_TOTALS if run.total_tokens else "no tokens recorded"
-        return format_html('<span class="cost-none" title="{}">no cost</span>', reason)
-    price = pricing.price_of(model)
-    if price is None:
-        return format_html('<span class="cost-none">{}</span>', pricing.no_price(model))
+    cost = pricing.run_cost(model, tokens, total_tokens=run.total_tokens)
+    if cost.total_usd is None or tokens is None:
+        return group_cost(cost)
     return format_html(
         '<span class="cost" title="{} input, {} output, {} cache write, {} cache read '
         'tokens at {}’s price">{}</span>',
@@ -35,7 +32,7 @@ def run_cost(run: Run, model: str) -> str:
         tokens.cache_write,
         tokens.cache_read,
         model,
-        pricing.format_usd(pricing.cost_usd(price, tokens)),
+        pricing.format_usd(cost.total_usd),
     )
 
 
