@@ -19,7 +19,7 @@ from grading.sandbox import sandbox_problem
 from runs import pricing
 from runs.models import Iteration
 from runs.reading.compare import compare
-from runs.reading.summaries import summarise_iterations
+from runs.reading.summaries import IterationSummary, summarise_iterations
 from runs.stats import format_interval, signed
 
 from .models import Campaign
@@ -106,8 +106,7 @@ def iteration_report(result: IterationRun) -> dict[str, Any]:
         f"{len(result.outcomes)} runs ({result.errored} errored"
         f"{', resumed' if result.resumed else ''}"
         f"{f', {result.not_played} not played: budget stop' if result.not_played else ''}), "
-        f"{result.api_calls} API calls, {result.tokens} tokens, "
-        + (pricing.format_usd(cost) if cost is not None else "cost unknown (a model has no price)")
+        f"{result.api_calls} API calls, {result.tokens} tokens, {_cost_text(cost, summary)}"
     )
     return {
         "skill": result.skill,
@@ -130,6 +129,17 @@ def iteration_report(result: IterationRun) -> dict[str, Any]:
         "regression": negative or bool(regressed_evals),
         "summary": "; ".join(parts),
     }
+
+
+def _cost_text(cost: float | None, summary: IterationSummary) -> str:
+    """This invocation's spend (agent and judge) when each run priced it, else what the
+    imported iteration's runs cost (a queued campaign's workers do not report it)."""
+    if cost is not None:
+        return pricing.format_usd(cost)
+    agent = summary.cost
+    if agent.total_usd is not None:
+        return f"{pricing.format_usd(agent.total_usd)} for the iteration's agent runs"
+    return f"cost unknown: {agent.note}"
 
 
 def plan_lines(plan: Plan) -> list[str]:

@@ -170,3 +170,9 @@ def test_the_limit_counts_runs_in_flight_at_the_mean_so_far() -> None:
     assert limit.refusal(in_flight=2) == ""  # 0.25 + 3 × 0.25 = 1.00: within
     assert limit.refusal(in_flight=3).startswith("budget stop: $0.25 spent, and 4 more")
     assert limit.refusal(in_flight=0)  # once stopped, stopped
+
+
+def test_the_summary_says_why_a_campaign_has_no_cost(tmp_path: Path, workspace, api) -> None:
+    output = runevals(str(make_skill(tmp_path)), "--model", "claude-unknown-9")
+
+    assert "cost unknown: no price for model claude-unknown-9" in output
