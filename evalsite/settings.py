@@ -147,6 +147,7 @@ INSTALLED_APPS = [
     "runs",
     "runs.search",  # app label "search": full-text search over the runs
     "grading.campaigns",
+    "grading.alerts",
     "grading",
     "accounts",
 ]
@@ -390,6 +391,28 @@ EVALSITE_UPLOAD_MAX_BYTES = env_int("EVALSITE_UPLOAD_MAX_BYTES", 512 * 1024 * 10
 #: (a folder all web servers share, behind several); the system's temporary folder if empty.
 EVALSITE_UPLOAD_STAGING_DIR = os.environ.get("EVALSITE_UPLOAD_STAGING_DIR", "")
 EVALSITE_UPLOAD_STAGING_SECONDS = env_int("EVALSITE_UPLOAD_STAGING_SECONDS", 3600)
+
+# Alerts (grading/alerts/): when a runevals campaign regresses, fails or is stopped by its
+# budget. Site-wide destinations here, a skill's own on /skills/<skill>/alerts/ (staff).
+# Webhooks: comma-separated `slack:URL` or `json:URL` (a bare URL is Slack's if its host is
+# hooks.slack.com); their URLs are secrets, shown as their host only. Links in messages are
+# made from EVALSITE_SITE_URL. A link-local host (169.254.x.x: cloud metadata) is refused
+# unless EVALSITE_ALERT_ALLOW_LINK_LOCAL.
+EVALSITE_ALERT_WEBHOOKS = env_list("EVALSITE_ALERT_WEBHOOKS", [])
+EVALSITE_ALERT_EMAILS = env_list("EVALSITE_ALERT_EMAILS", [])
+EVALSITE_ALERT_TIMEOUT = env_float("EVALSITE_ALERT_TIMEOUT", 5.0)
+EVALSITE_ALERT_ATTEMPTS = env_int("EVALSITE_ALERT_ATTEMPTS", 3)
+EVALSITE_ALERT_ALLOW_LINK_LOCAL = env_bool("EVALSITE_ALERT_ALLOW_LINK_LOCAL", False)
+# E-mail (alerts) through Django's mail settings: an SMTP server, or another EMAIL_BACKEND.
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "evalsite@localhost")
 
 LOGGING = {
     "version": 1,

@@ -23,6 +23,8 @@ urlpatterns = [
     # A queued campaign's progress: login required (no share link or public read opens it).
     path("campaigns/", include("grading.campaigns.urls")),
     path("", include("grading.urls")),
+    # A skill's alerts: staff only (no share link or public read opens it).
+    path("", include("grading.alerts.urls")),
     path("", include("runs.search.urls")),
     path("", include("runs.urls")),
 ]

@@ -24,6 +24,7 @@ from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
+from grading.alerts.events import alert_failed, alert_imported
 from grading.evaluating.plan import RunPlan
 from grading.evaluating.runfolder import write_error
 from grading.evaluating.runner import IterationRun, RunOutcome
@@ -202,19 +203,19 @@ def finalise(iteration: QueuedIteration, me: str) -> None:
         try:
             report = _assemble_and_import(iteration)
         except ImportFailure as exc:
-            mine.update(
-                state=QueuedIteration.State.FAILED,
-                error=f"import failed: {exc.message}",
-                finished_at=timezone.now(),
-            )
+            error = f"import failed: {exc.message}"
+            if mine.update(
+                state=QueuedIteration.State.FAILED, error=error, finished_at=timezone.now()
+            ):
+                _alert_failed(iteration, error)
             return
         except Exception as exc:
             log.exception("finalising %s failed on %s", iteration, me)
-            mine.update(
-                state=QueuedIteration.State.FAILED,
-                error=f"finalising failed on {me}: {type(exc).__name__}: {exc}",
-                finished_at=timezone.now(),
-            )
+            error = f"finalising failed on {me}: {type(exc).__name__}: {exc}"
+            if mine.update(
+                state=QueuedIteration.State.FAILED, error=error, finished_at=timezone.now()
+            ):
+                _alert_failed(iteration, error)
             return
     imported = Iteration.objects.filter(
         skill__name=iteration.skill_name, source_path=report["folder"]
@@ -226,7 +227,19 @@ def finalise(iteration: QueuedIteration, me: str) -> None:
         finished_at=timezone.now(),
     ):
         RunStore().delete_folder(iteration.internals_key)
+        if CampaignOptions.from_data(iteration.campaign.options).alerts:
+            alert_imported(report)  # once: only the finaliser whose update took says it
     forget(iteration.pk)
+
+
+def _alert_failed(iteration: QueuedIteration, error: str) -> None:
+    if CampaignOptions.from_data(iteration.campaign.options).alerts:
+        alert_failed(
+            [iteration.skill_name],
+            error,
+            label=iteration.label,
+            campaign_path=iteration.campaign.get_absolute_url(),
+        )
 
 
 def _assemble_and_import(iteration: QueuedIteration) -> dict:

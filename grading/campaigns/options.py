@@ -35,6 +35,8 @@ class CampaignOptions:
     responder_model: str | None = None
     #: False only for --unsafe-no-sandbox.
     sandbox: bool = True
+    #: False for --no-alerts: no regression, failure or budget alert (grading/alerts/).
+    alerts: bool = True
 
     def to_data(self) -> dict[str, Any]:
         return asdict(self)

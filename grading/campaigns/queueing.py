@@ -7,16 +7,19 @@ is imported, sweeping for lost workers' runs as it goes (recovery.py).
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from grading.alerts.events import alert_failed
 from grading.evaluating.plan import Plan, PlanError
 from grading.evaluating.runner import Progress, Runner, Settings
 
@@ -84,6 +87,16 @@ def _queue_skill(
             f"abandoned: no run activity since {active.campaign.last_activity():%Y-%m-%d %H:%M} UTC"
         )
         active.save(update_fields=["state", "error"])
+        if CampaignOptions.from_data(active.campaign.options).alerts:
+            transaction.on_commit(
+                functools.partial(
+                    alert_failed,
+                    [name],
+                    active.error,
+                    label=active.label,
+                    campaign_path=active.campaign.get_absolute_url(),
+                )
+            )
     numbers = store.iteration_numbers(name) + [
         int(label.removeprefix("iteration-"))
         for label in QueuedIteration.objects.filter(skill_name=name).values_list("label", flat=True)
@@ -167,7 +180,11 @@ def _withdraw(campaign: Campaign, queued: list[QueuedIteration], *, reason: str)
 
 
 def wait(
-    campaign: Campaign, *, progress: Progress | None = None, poll: float = 1.0
+    campaign: Campaign,
+    *,
+    progress: Progress | None = None,
+    poll: float = 1.0,
+    warn: Callable[[str], None] | None = None,
 ) -> CampaignResult:
     """Block until every iteration of the campaign is imported (or failed), telling progress
     of each run as it finishes; the reports, or the first failure as a CampaignError.
@@ -187,11 +204,16 @@ def wait(
         if finished:
             break
         if campaign.stale:
-            raise CampaignError(
+            stalled = CampaignError(
                 f"{campaign} made no progress for {settings.EVALSITE_QUEUE_STALE_AFTER:.0f} s: "
                 "is a worker running (celery -A evalsite worker)? It stays queued; "
                 "runevals --queue --resume finishes it"
             )
+            if CampaignOptions.from_data(campaign.options).alerts:  # no worker will say so
+                skills = campaign.iterations.values_list("skill_name", flat=True)
+                path = campaign.get_absolute_url()
+                alert_failed(skills, str(stalled), campaign_path=path, warn=warn)
+            raise stalled
         if time.monotonic() >= next_sweep:
             sweep(campaign=campaign)
             next_sweep = time.monotonic() + settings.EVALSITE_QUEUE_HEARTBEAT

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.conf import settings
 
+from grading.alerts.events import alert_budget_stopped, alert_failed, alert_imported
 from grading.anthropic_client import anthropic_client
 from grading.evaluating.folders import LockHeld
 from grading.evaluating.plan import Plan, PlanError, make_plan
@@ -73,31 +74,48 @@ def run_evals(
     if wait_until_imported and not queue:
         raise CampaignError("--wait follows a queued campaign: add --queue")
     spending = spending_limit(max_cost, max_tokens, queue=queue)
-    plans = plan_skills(
-        list(skill_dirs),
-        mode=mode,
-        baseline=baseline,
-        runs=runs,
-        only=list(only),
-        agent_model=agent_model,
-        judge_model=judge_model,
-    )
-    if spending.max_usd is not None and (unpriced := unpriced_models(models_of(plans))):
-        raise CampaignError(
-            f"--max-cost: no price for model {', '.join(unpriced)}; "
-            "add a price to EVALSITE_PRICES"
+    skills = [skill_dir.name for skill_dir in skill_dirs]
+    try:
+        plans = plan_skills(
+            list(skill_dirs),
+            mode=mode,
+            baseline=baseline,
+            runs=runs,
+            only=list(only),
+            agent_model=agent_model,
+            judge_model=judge_model,
         )
-    if dry_run:
-        return CampaignResult(plans=plans, sandbox=sandbox_line(sandboxed=options.sandbox))
-    if not options.sandbox:
-        warn(UNSANDBOXED_WARNING)
-    if not queue:
-        return run_here(plans, options, resume=resume, progress=progress, spending=spending)
-    campaign = enqueue(plans, options, resume=resume)
-    if not wait_until_imported:
-        return CampaignResult(campaign=campaign)
-    tell(queued_line(campaign))
-    return wait(campaign, progress=progress)
+        if spending.max_usd is not None and (unpriced := unpriced_models(models_of(plans))):
+            raise CampaignError(
+                f"--max-cost: no price for model {', '.join(unpriced)}; "
+                "add a price to EVALSITE_PRICES"
+            )
+        if dry_run:
+            return CampaignResult(plans=plans, sandbox=sandbox_line(sandboxed=options.sandbox))
+        skills = [plan.skill.name for plan in plans]
+        if not options.sandbox:
+            warn(UNSANDBOXED_WARNING)
+        if not queue:
+            result = run_here(
+                plans, options, resume=resume, progress=progress, spending=spending, warn=warn
+            )
+        else:
+            campaign = enqueue(plans, options, resume=resume)
+    except CampaignError as exc:
+        # Failures before or while playing here; a queued campaign's own are its workers'.
+        if options.alerts and not dry_run:
+            alert_failed(skills, str(exc), warn=warn)
+        raise
+    if queue:
+        if not wait_until_imported:
+            return CampaignResult(campaign=campaign)
+        tell(queued_line(campaign))
+        result = wait(campaign, progress=progress, warn=warn)
+    if result.budget_stopped and options.alerts:
+        alert_budget_stopped(
+            result.budget_stopped, skills=skills, reports=result.reports, warn=warn
+        )
+    return result
 
 
 def spending_limit(max_cost: float | None, max_tokens: int | None, *, queue: bool) -> SpendingLimit:
@@ -134,9 +152,11 @@ def run_here(
     resume: bool = False,
     progress: Progress | None = None,
     spending: SpendingLimit | None = None,
+    warn: Callable[[str], None] = _unheard,
 ) -> CampaignResult:
-    """Play, grade, write and import each skill's iteration in this process; once the
-    spending limit stops the campaign, the skills not started are left for --resume."""
+    """Play, grade, write and import each skill's iteration in this process; a regression
+    is alerted as each is imported (`warn` hears a failed delivery). Once the spending
+    limit stops the campaign, the skills not started are left for --resume."""
     if (problem := options.problem_playing_here()) is not None:
         raise CampaignError(problem)
     client = anthropic_client()
@@ -159,5 +179,7 @@ def run_here(
         except ImportFailure as exc:
             raise CampaignError(f"import failed: {exc.message}") from None
         result.reports.append(iteration_report(done))
+        if options.alerts:
+            alert_imported(result.reports[-1], warn=warn)
     result.budget_stopped = budget_line(spending.stopped, result.not_started)
     return result

@@ -100,6 +100,12 @@ class Command(BaseCommand):
         budget.add_argument(
             "--max-tokens", type=int, metavar="N", help="the same, counted in tokens"
         )
+        parser.add_argument(
+            "--no-alerts",
+            action="store_true",
+            help="send no alert (a regression, a failure, a budget stop) to the skill's or the "
+            "site's webhooks and e-mail addresses",
+        )
         parser.add_argument("--json", action="store_true", help="print the summary as JSON")
         parser.add_argument(
             "--keep-env", action="store_true", help="keep each run's task folder (env-*)"
@@ -163,6 +169,7 @@ class Command(BaseCommand):
             keep_env=options["keep_env"],
             responder_model=options["responder_model"],
             sandbox=not options["unsafe_no_sandbox"],
+            alerts=not options["no_alerts"],
         )
         given = {name for name in TRIGGERS_ONLY if options[name] not in (None, False)}
         if options["triggers"]:
