@@ -88,6 +88,8 @@ def webhook_problem(url: str, *, resolve: bool = True) -> str | None:
         parts.port  # noqa: B018  (raises ValueError on a bad port)
     except ValueError:
         return "not a valid URL"
+    if any(char.isspace() or ord(char) < 32 for char in url):
+        return "a webhook URL has no spaces or control characters"
     if parts.scheme not in ("http", "https"):
         return "a webhook URL starts with https:// (or http://)"
     if not host:
@@ -140,7 +142,9 @@ def post_json(url: str, payload: dict[str, Any]) -> None:
         if 400 <= exc.code < 500 and exc.code not in RETRIED_STATUSES:
             raise Undeliverable(f"the receiver answered {exc.code} {exc.reason}") from None
         if 300 <= exc.code < 400:
-            raise Undeliverable(f"the receiver redirected ({exc.code}); give its final URL")
+            raise Undeliverable(
+                f"the receiver redirected ({exc.code}); give its final URL"
+            ) from None
         raise
 
 
@@ -225,7 +229,9 @@ def notify(
             delivery = deliver(target, alert)
         except Exception as exc:  # a bug must not fail the campaign either
             log.exception("alert to %s", target.shown)
-            failure_line(f"alert to {target.shown} failed: {redact(describe(exc), target.secrets)}", warn)
+            failure_line(
+                f"alert to {target.shown} failed: {redact(describe(exc), target.secrets)}", warn
+            )
             continue
         deliveries.append(delivery)
         if delivery.status == Delivery.Status.FAILED:

@@ -90,9 +90,7 @@ def regression_alert(report: dict[str, Any], *, event: str = "regression") -> Al
     if regressed:
         since = f" since #{previous.number}" if previous is not None else ""
         details.append(f"Regressed{since}: {', '.join(regressed)}")
-    details.append(
-        f"{report['runs']} runs, {report['errored']} errored, {report['tokens']} tokens"
-    )
+    details.append(f"{report['runs']} runs, {report['errored']} errored, {report['tokens']} tokens")
     what = EVENTS[event]
     return Alert(
         event=event,
@@ -163,9 +161,13 @@ def slack_payload(alert: Alert) -> dict[str, Any]:
     """An incoming-webhook message: `text` (notifications, clients without blocks) and blocks."""
     body = "\n".join([f"*{mrkdwn(alert.headline)}*", *(mrkdwn(line) for line in alert.details)])
     blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": body}}]
-    linked = [f"<{url}|{mrkdwn(text)}>" for text, url in alert.links.items() if "://" in url]
+    linked = [
+        f"<{mrkdwn(url)}|{mrkdwn(text)}>" for text, url in alert.links.items() if "://" in url
+    ]
     if linked:
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": " · ".join(linked)}]})
+        blocks.append(
+            {"type": "context", "elements": [{"type": "mrkdwn", "text": " · ".join(linked)}]}
+        )
     text = f"evalsite: {alert.headline}"
     if alert.compare_url:
         text += f" {alert.compare_url}"
@@ -200,5 +202,8 @@ def email_message(alert: Alert) -> tuple[str, str]:
     lines = [alert.headline, "", *alert.details]
     if alert.links:
         lines += ["", *(f"{text}: {url}" for text, url in alert.links.items())]
-    lines += ["", "Sent by evalsite's alerts (EVALSITE_ALERT_* settings, or the skill's alerts page)."]
+    lines += [
+        "",
+        "Sent by evalsite's alerts (EVALSITE_ALERT_* settings, or the skill's alerts page).",
+    ]
     return subject, "\n".join(lines) + "\n"
