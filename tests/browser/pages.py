@@ -90,6 +90,10 @@ NOT_PAGES: dict[str, str] = {
     "accounts:revoke_share": "POST only",
     "grading:note": "POST only",
     "grading:override": "POST only",
+    "alerts:skill": "staff only, and the pages' user is not: tests/browser/test_alerts_page.py",
+    "alerts:add": "POST only",
+    "alerts:remove": "POST only",
+    "alerts:test": "POST only: its answer is the alerts page",
 }
 #: URL namespaces that are no page of the dashboard.
 NOT_PAGE_NAMESPACES = {"admin": "Django's admin", "api": "the JSON API (tests/runs/test_api*)"}
