@@ -8,9 +8,9 @@ from django.core import checks
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
+from .config import settings_webhooks
 from .delivery import webhook_problem
 from .models import shown_url
-from .redaction import settings_webhooks
 
 
 @checks.register("alerts")

@@ -26,9 +26,10 @@ from django.core.mail import EmailMessage
 from django.db import DatabaseError
 from django.utils import timezone
 
+from .config import settings_webhooks
 from .messages import Alert, email_message, json_payload, slack_payload
 from .models import Delivery, Destination, shown_url
-from .redaction import redact, settings_webhooks
+from .redaction import redact
 
 log = logging.getLogger(__name__)
 

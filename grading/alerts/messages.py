@@ -140,7 +140,8 @@ def budget_alert(skill: str, reason: str, report: dict[str, Any] | None) -> Aler
     return replace(imported, headline=f"{imported.headline}; {reason}", reason=reason)
 
 
-def test_alert(skill: str) -> Alert:
+def trial_alert(skill: str) -> Alert:
+    """The alerts page's test message: it says nothing happened, only where alerts go."""
     return Alert(
         event="test",
         skill=skill,

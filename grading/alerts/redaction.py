@@ -12,6 +12,8 @@ from collections.abc import Iterable
 
 from django.conf import settings
 
+from .config import settings_webhooks
+
 HIDDEN = "…"
 _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@:]+:[^\s/@]*@")
 _ANTHROPIC_KEY = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")
@@ -23,19 +25,6 @@ def site_secrets() -> list[str]:
     found = [str(getattr(settings, name, "") or "") for name in names]
     found += [url for _, url in settings_webhooks()]
     return [value for value in found if len(value) >= 4]
-
-
-def settings_webhooks() -> list[tuple[str, str]]:
-    """(kind, URL) of each EVALSITE_ALERT_WEBHOOKS entry: `slack:URL`, `json:URL`, or a bare
-    URL (a Slack one if its host is hooks.slack.com, else JSON)."""
-    hooks = []
-    for entry in getattr(settings, "EVALSITE_ALERT_WEBHOOKS", []):
-        kind, _, rest = entry.partition(":")
-        if kind in ("slack", "json") and not rest.startswith("//"):
-            hooks.append((kind, rest.strip()))
-        else:
-            hooks.append(("slack" if "hooks.slack.com" in entry.lower() else "json", entry))
-    return hooks
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from runs.models import Skill
 
 from .delivery import notify, site_targets, webhook_problem
-from .messages import test_alert
+from .messages import trial_alert
 from .models import Delivery, Destination
 
 #: Deliveries listed on the page, newest first.
@@ -91,5 +91,5 @@ def remove_destination(request: HttpRequest, skill: str, pk: int) -> HttpRespons
 def send_test(request: HttpRequest, skill: str) -> HttpResponse:
     """A test alert to this skill's own destinations (not the site's), delivered as any is."""
     found = staff_skill(request, skill)
-    tested = notify(test_alert(found.name), site_wide=False)
+    tested = notify(trial_alert(found.name), site_wide=False)
     return _page(request, found, tested=tested)

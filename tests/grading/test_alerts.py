@@ -213,7 +213,7 @@ def test_webhooks_are_http_only_and_link_local_hosts_are_refused(settings) -> No
 
 
 def test_site_wide_webhooks_take_a_kind_prefix_or_guess_it(settings) -> None:
-    from grading.alerts.redaction import settings_webhooks
+    from grading.alerts.config import settings_webhooks
 
     settings.EVALSITE_ALERT_WEBHOOKS = [
         "slack:https://chat.example.com/hooks/a",
@@ -305,3 +305,32 @@ def test_the_page_escapes_what_deliveries_recorded(skill: Skill) -> None:
     page = logged_in(staff=True).get("/skills/demo-skill/alerts/").content.decode()
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
     assert "<b>bold</b>" not in page
+
+
+def test_the_page_takes_the_same_few_queries_however_many_deliveries(
+    skill: Skill, django_assert_max_num_queries
+) -> None:
+    staff = logged_in(staff=True)
+    for index in range(30):
+        Destination.objects.create(skill=skill, kind="email", address=f"p{index}@example.com")
+        Delivery.objects.create(
+            skill_name="demo-skill", event="test", channel="email", destination="x",
+            headline="h", status="delivered", attempts=1,
+        )  # fmt: skip
+    with django_assert_max_num_queries(8):
+        assert staff.get("/skills/demo-skill/alerts/").status_code == 200
+
+
+def test_manage_py_check_names_a_bad_site_wide_setting_without_its_token(settings) -> None:
+    from grading.alerts.checks import check_alert_settings
+
+    settings.EVALSITE_ALERT_WEBHOOKS = [f"json:ftp://hooks.example.com/{TOKEN}"]
+    settings.EVALSITE_ALERT_EMAILS = ["nobody"]
+
+    said = [problem.msg for problem in check_alert_settings()]
+
+    assert said == [
+        "EVALSITE_ALERT_WEBHOOKS: hooks.example.com/…: "
+        "a webhook URL starts with https:// (or http://)",
+        "EVALSITE_ALERT_EMAILS: 'nobody' is not an e-mail address",
+    ]
