@@ -4,7 +4,8 @@
 summary): a dry run checks the plans and calls nothing; `run_here` plays every run in this
 process (the single-machine default); with `queue`, the campaign goes to Celery workers
 (queueing.py), and runevals either returns or waits until its last iteration is imported.
-A CampaignError carries the exit status.
+A CampaignError carries the exit status; what went wrong, regressed or hit the budget is
+alerted (grading/alerts/events.py) without changing it.
 """
 
 from __future__ import annotations
@@ -67,7 +68,10 @@ def run_evals(
     """Plan every skill, then play (or queue) and import an iteration of each.
 
     `tell` hears what happens along the way (the queued campaign, before waiting for it),
-    `warn` that agents' commands are about to run unsandboxed; `progress` each finished run.
+    `warn` that agents' commands are about to run unsandboxed, and any alert that could not be
+    delivered; `progress` each finished run. Unless `options.alerts` is off, a failure, a
+    regression played here and a budget stop are alerted (grading/alerts/); a queued
+    iteration's regression or failure is alerted by the worker that finalises it.
     """
     if runs < 1 or options.concurrency < 1:
         raise CampaignError("--runs and --concurrency must be at least 1")
