@@ -34,6 +34,7 @@ OTHER_SKILL = "changelog-from-commits"
 #: page      a dashboard page or fragment: read-only, a share link may open it
 #: reader    a page for account holders only (never through a share link)
 #: form      a POST that changes something: account holders, with a CSRF token
+#: staff     a page (GET) or form (POST) for staff only: 403 for other account holders
 #: login, logout, share-opener: the ways in and out
 #: api-read / api-write: the JSON API (401 without credentials)
 #: api-docs  the API's documentation (like a reader page); api-home: ninja's root, empty
@@ -61,6 +62,10 @@ RULES: dict[str, tuple[str, str]] = {
     "import": ("GET", "reader"),
     "grading:note": ("POST", "form"),
     "grading:override": ("POST", "form"),
+    "alerts:skill": ("GET", "staff"),
+    "alerts:add": ("POST", "staff"),
+    "alerts:remove": ("POST", "staff"),
+    "alerts:test": ("POST", "staff"),
     "accounts:account": ("GET", "reader"),
     "accounts:password_change": ("GET", "reader"),
     "accounts:password_change_done": ("GET", "reader"),
@@ -239,7 +244,7 @@ def test_anonymous_visitors_are_sent_to_log_in_or_get_401(world: World) -> None:
         response = request(client, method, world.url(name))
         if kind == "api-home":
             assert response.status_code in {302, 404}
-        elif kind in {"page", "reader", "form", "api-docs"}:
+        elif kind in {"page", "reader", "form", "staff", "api-docs"}:
             assert is_login_redirect(response), (name, response.status_code)
         elif kind in {"api-read", "api-write"}:
             assert response.status_code == 401, (name, response.status_code)
@@ -260,6 +265,8 @@ def test_a_teammate_with_an_account_reaches_everything(world: World, client: Cli
             assert not is_login_redirect(response), name
         elif kind == "login":
             assert response.status_code == 302  # already logged in
+        elif kind == "staff":
+            assert response.status_code == 403, (name, response.status_code)
         else:
             assert response.status_code == 200, (name, response.status_code)
 
