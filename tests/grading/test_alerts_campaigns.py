@@ -150,7 +150,7 @@ def test_a_budget_stop_is_alerted_with_its_reason(
 
     status, _, _ = runevals(str(make_skill(tmp_path)))
 
-    assert status == 0
+    assert status == 1  # a budget stop exits 1 (README: runevals' exit status)
     [message] = mail.outbox
     assert message.subject == f"[evalsite] demo: stopped by its budget: {reason}"
     assert Delivery.objects.get().event == "budget_stopped"
