@@ -1,9 +1,10 @@
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, register_converter
 
 from .views.compare import compare_page
 from .views.eval import eval_page, run_diff
+from .views.exports import eval_export, matrix_export, runs_export, trend_export
 from .views.history import eval_history_page
 from .views.iteration import benchmark_json, cell_page, iteration_list, iteration_page
 from .views.overview import overview
@@ -13,6 +14,21 @@ from .views.triggers import trigger_compare_page, trigger_page
 
 app_name = "runs"
 
+
+class ExportFormat:
+    """A download's extension: `matrix.csv`, `matrix.json`."""
+
+    regex = "csv|json"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(ExportFormat, "export")
+
 iteration = "skills/<str:skill>/iterations/<int:number>/"
 run = iteration + "evals/<str:eval_id>/<str:condition>/<int:run>/"
 
@@ -20,11 +36,14 @@ urlpatterns = [
     path("", overview, name="overview"),
     path("skills/<str:skill>/", skill_page, name="skill"),
     path("skills/<str:skill>/compare/", compare_page, name="compare"),
+    path("skills/<str:skill>/trend.<export:fmt>", trend_export, name="trend_export"),
     path("skills/<str:skill>/evals/<str:eval_id>/", eval_history_page, name="eval_history"),
     path("skills/<str:skill>/triggers/<int:number>/", trigger_page, name="trigger"),
     path("skills/<str:skill>/triggers/compare/", trigger_compare_page, name="trigger-compare"),
     path(iteration, iteration_page, name="iteration"),
     path(iteration + "benchmark.json", benchmark_json, name="benchmark"),
+    path(iteration + "matrix.<export:fmt>", matrix_export, name="matrix_export"),
+    path(iteration + "runs.<export:fmt>", runs_export, name="runs_export"),
     path(
         iteration + "assertions/",
         iteration_list,
@@ -34,6 +53,7 @@ urlpatterns = [
     path(iteration + "flaky/", iteration_list, {"kind": "flaky"}, name="flaky"),
     path(iteration + "evals/<str:eval_id>/", eval_page, name="eval"),
     path(iteration + "evals/<str:eval_id>/diff/", run_diff, name="diff"),
+    path(iteration + "evals/<str:eval_id>/summary.<export:fmt>", eval_export, name="eval_export"),
     path(iteration + "cells/<str:eval_id>/<str:condition>/", cell_page, name="cell"),
     path(run, run_page, name="run"),
     path(run + "conversation/", conversation_fragment, name="conversation"),

@@ -1,8 +1,8 @@
 """The JSON API's results side: one router made of a module per resource.
 
 `results` (skills, iterations, trends, benchmarks, comparisons), `history` (an eval
-across iterations), `runs`, `imports`,
-`triggers` (trigger evals) and `reports` (CI's summary and JUnit files);
+across iterations), `runs`, `imports`, `triggers` (trigger evals), `reports` (CI's
+summary and JUnit files) and `exports` (CSV and JSON downloads);
 the response schemas, which read the models' and statistics' attributes, in `schemas`.
 Each operation names its `operation_id` as it was when this was one module, so clients
 generated from the OpenAPI document keep their method names.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ninja import Router
 
-from . import history, imports, reports, results, runs, triggers
+from . import exports, history, imports, reports, results, runs, triggers
 
 router = Router()
 for part in (
@@ -22,5 +22,6 @@ for part in (
     imports.router,
     triggers.router,
     reports.router,
+    exports.router,
 ):
     router.add_router("", part)
