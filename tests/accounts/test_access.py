@@ -44,6 +44,10 @@ RULES: dict[str, tuple[str, str]] = {
     "runs:compare": ("GET", "page"),
     "runs:iteration": ("GET", "page"),
     "runs:benchmark": ("GET", "page"),
+    "runs:matrix_export": ("GET", "page"),
+    "runs:runs_export": ("GET", "page"),
+    "runs:eval_export": ("GET", "page"),
+    "runs:trend_export": ("GET", "page"),
     "runs:assertion_classes": ("GET", "page"),
     "runs:flaky": ("GET", "page"),
     "runs:eval": ("GET", "page"),
@@ -96,6 +100,10 @@ RULES: dict[str, tuple[str, str]] = {
     "api:trigger_iterations": ("GET", "api-read"),
     "api:trigger_iteration": ("GET", "api-read"),
     "api:trigger_compare": ("GET", "api-read"),
+    "api:trend_export": ("GET", "api-read"),
+    "api:matrix_export": ("GET", "api-read"),
+    "api:runs_export": ("GET", "api-read"),
+    "api:eval_export": ("GET", "api-read"),
     "api:search_everything": ("GET", "api-read"),
     "api:search_skill": ("GET", "api-read"),
     "api:create_import": ("POST", "api-write"),
@@ -141,6 +149,7 @@ class World:
             "result": self.result.pk,
             "pk": self.token.pk,
             "token": self.link_secret,
+            "fmt": "csv",
             "ordinal": next(
                 e["ordinal"]
                 for e in self.run.conversation or self.run.tool_invocations
@@ -280,6 +289,9 @@ def test_a_share_link_opens_its_view_and_the_views_beneath_only(world: World) ->
     inside = {
         "runs:iteration",
         "runs:benchmark",
+        "runs:matrix_export",
+        "runs:runs_export",
+        "runs:eval_export",
         "runs:assertion_classes",
         "runs:flaky",
         "runs:eval",

@@ -81,6 +81,10 @@ DOCS_PAGES = ("overview", "skill", "iteration", "compare", "eval", "eval-history
 #: Named URLs that are not a page a person opens, with why.
 NOT_PAGES: dict[str, str] = {
     "runs:benchmark": "a JSON download",
+    "runs:matrix_export": "a CSV or JSON download (the iteration page's matrix)",
+    "runs:runs_export": "a CSV or JSON download (an iteration's runs)",
+    "runs:eval_export": "a CSV or JSON download (the eval page's summary)",
+    "runs:trend_export": "a CSV or JSON download (the skill page's trend)",
     "runs:conversation": "an htmx fragment of the run page",
     "runs:event_result": "an htmx fragment of the run page (one tool result whole)",
     "accounts:logout": "POST only",
