@@ -32,10 +32,11 @@ def matrix_choice(form: IterationFilterForm) -> MatrixChoice:
 
 
 class RunFilterForm(forms.Form):
-    """One eval's or one condition's runs, as the API's runs list filters them."""
+    """One eval's or one condition's runs, as the API's runs list filters them. No length
+    limit: an id too long to exist finds no run, where an invalid field would find all."""
 
-    eval_id = forms.CharField(required=False, max_length=200)
-    condition = forms.CharField(required=False, max_length=200)
+    eval_id = forms.CharField(required=False, strip=False)
+    condition = forms.CharField(required=False, strip=False)
 
     def choice(self) -> dict[str, str]:
         self.is_valid()

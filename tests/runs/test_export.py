@@ -171,6 +171,7 @@ def test_the_runs_follow_the_matrix_filters_and_their_own(client, data) -> None:
         ("'=1+2", C, "1"),
     ]
     assert runs("?eval_id=no-such-eval") == []
+    assert runs("?eval_id=" + "x" * 300) == []
 
 
 def test_the_eval_table_is_per_condition_and_assertion(client, data) -> None:
