@@ -169,7 +169,9 @@ def crawl(client: Client, start: str, prefix: str) -> dict[str, str]:
             seen[url] = ""
             continue
         assert response.status_code == 200, (url, response.status_code)
-        seen[url] = body = response.content.decode()
+        # A CSV download streams: read to its end, so a row that fails fails here.
+        content = b"".join(response.streaming_content) if response.streaming else response.content
+        seen[url] = body = content.decode()
         links = (unescape(link).partition("#")[0] for link in LINK.findall(body))
         queue += [link for link in links if link.startswith(prefix)]
     return seen
