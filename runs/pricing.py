@@ -28,8 +28,18 @@ class Price:
     cache_read: float
 
 
-#: Anthropic's list prices (standard API, 5-minute cache writes, prompts up to 200k tokens).
+#: Anthropic's list prices (standard API, 5-minute cache writes), from each model's overview
+#: page on platform.claude.com (the current ones) and the pricing page (the older ones).
+#: Claude Sonnet 5.5's cache read is the rate after the cut of 2026-10-07 ($0.20 before).
+#: Claude Haiku 5.5 is priced by prompt length: this is its band for prompts up to 100,000
+#: tokens (longer prompts cost 5× as much), so a long-prompt run's cost is under-stated.
+#: Claude Fable 5.1 is left out: its cache prices are not published beside its $10 / $50.
 DEFAULT_PRICES: dict[str, Price] = {
+    "claude-opus-5-5": Price(4.0, 20.0, 5.0, 0.20),
+    "claude-opus-5": Price(5.0, 25.0, 6.25, 0.50),
+    "claude-sonnet-5-5": Price(2.0, 10.0, 2.50, 0.10),
+    "claude-sonnet-5": Price(2.0, 10.0, 2.50, 0.20),
+    "claude-haiku-5-5": Price(0.10, 0.50, 0.125, 0.01),
     "claude-opus-4-6": Price(5.0, 25.0, 6.25, 0.50),
     "claude-opus-4-5": Price(5.0, 25.0, 6.25, 0.50),
     "claude-opus-4-1": Price(15.0, 75.0, 18.75, 1.50),

@@ -8,9 +8,13 @@ deferred import survives is still a circle), not from what Python happened to lo
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 APPS = ("accounts", "runs", "grading", "evalsite")
@@ -149,3 +153,21 @@ def test_the_graph_sees_a_circle_and_an_import_inside_a_function() -> None:
     assert "grading.evaluating.plan" in dict(
         _imported("grading.campaigns.models", source, _modules(APPS))
     )
+
+
+def test_no_tracked_file_holds_a_merge_conflict() -> None:
+    """A conflict left in a template renders as text and no other test need notice it."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout: no list of tracked files")
+    tracked = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.split(b"\0")
+    marker = re.compile(rb"^(<{7} |>{7} )", re.M)
+    conflicted = [
+        name.decode()
+        for name in tracked
+        if name
+        and (ROOT / name.decode()).is_file()
+        and marker.search((ROOT / name.decode()).read_bytes())
+    ]
+    assert not conflicted

@@ -64,7 +64,8 @@ def test_a_share_link_shows_the_same_iteration_after_older_results_are_imported(
     page.goto(ITERATION_3)
     expect(page.locator("h1")).to_contain_text("#3 iteration-3 (skills-workspace)")
     page.goto(f"/skills/{SKILL}/")
-    rows = page.locator("h2:text('Iterations') + .table-scroll tbody tr td:first-child a")
+    # The first column is the "Compare selected" tick box; the second names the iteration.
+    rows = page.locator("#iteration-table tbody tr > td:nth-child(2) > a")
     expect(rows).to_have_count(5)
     # Newest first by generation time: the older results come last, under the next number.
     expect(rows.last).to_have_text("#5 iteration-3 (older-ws)")

@@ -96,13 +96,18 @@ def test_a_share_link_visitor_can_click_everything_and_never_meets_the_login(
 
     outsider.goto(link)
     expect(outsider).to_have_url(re.compile(f"{ITERATION}$"))
-    hrefs = outsider.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
-    assert len(hrefs) > 5
+    hrefs = outsider.eval_on_selector_all("a[href]:not([download])", "els => els.map(e => e.href)")
+    downloads = outsider.eval_on_selector_all("a[download]", "els => els.map(e => e.href)")
+    assert len(hrefs) > 5 and downloads
     for href in dict.fromkeys(hrefs):
         visited.append(href)
         response = outsider.goto(href)
         assert response is not None and response.status < 400, href
         never_login()
+    for href in dict.fromkeys(downloads):  # a download is fetched, not navigated to
+        response = context.request.get(href, max_redirects=0)
+        assert response.status == 200, href
+        assert "attachment" in response.headers.get("content-disposition", ""), href
     outsider.goto(ITERATION)
     for index in range(outsider.locator("button:visible, summary:visible").count()):
         control = outsider.locator("button:visible, summary:visible").nth(index)

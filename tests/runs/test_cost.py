@@ -40,6 +40,15 @@ def test_a_price_times_tokens_by_hand() -> None:
     assert pricing.format_usd(0.27) == "$0.27" and pricing.format_usd(0.0017) == "$0.0017"
 
 
+def test_the_default_agent_models_price_by_hand(settings) -> None:
+    # claude-sonnet-5-5: $2 input, $10 output, $2.50 cache write, $0.10 cache read.
+    price = pricing.price_of(settings.EVALSITE_AGENT_MODEL)
+    assert price is not None, "runevals' default model must have a price"
+    tokens = pricing.tokens_of_usage(TREATMENT_USAGE)
+    # 0.1 M × 2 + 0.02 M × 10 + 0.04 M × 2.5 + 0.2 M × 0.1 = 0.20 + 0.20 + 0.10 + 0.02
+    assert pricing.cost_usd(price, tokens) == pytest.approx(0.52)
+
+
 def test_a_dated_model_id_takes_its_familys_price_and_an_unknown_one_none() -> None:
     assert pricing.price_of("claude-haiku-4-5-20251001") == pricing.price_of("claude-haiku-4-5")
     assert pricing.price_of("claude-unknown-9") is None
