@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, NamedTuple
+from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 from .. import stats
 from ..models import Condition, EvalCase, Iteration, Run, Skill
@@ -267,12 +267,17 @@ class CompareRow:
         return len(self.flips) - self.fixed
 
 
-@dataclass
-class CompareTable:
-    """The per-eval rows the page shows: filtered by direction, sorted, the first few."""
+#: A table's row type: CompareRow here, compare_many's ManyRow there.
+Row = TypeVar("Row")
 
-    rows: list[CompareRow]
-    matching: list[CompareRow]
+
+@dataclass
+class ShownRows(Generic[Row]):
+    """Rows a comparison table shows: filtered by direction, sorted, the first few; the
+    counts are per direction, before the filter."""
+
+    rows: list[Row]
+    matching: list[Row]
     counts: dict[str, int]
     sort: str
     show: str
@@ -289,6 +294,11 @@ class CompareTable:
     @property
     def all_rows(self) -> int:
         return sum(self.counts.values())
+
+
+@dataclass
+class CompareTable(ShownRows[CompareRow]):
+    """The per-eval rows the two-iteration page shows."""
 
     @property
     def with_flips(self) -> list[CompareRow]:

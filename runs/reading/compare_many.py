@@ -23,6 +23,7 @@ from .compare import (
     ComparedIteration,
     Comparison,
     Direction,
+    ShownRows,
     compare_read,
     read_for_comparison,
 )
@@ -217,26 +218,8 @@ def sort_keys(numbers: list[int]) -> list[str]:
 
 
 @dataclass
-class ManyTable:
-    """The rows the page shows: filtered by direction, sorted, the first few."""
-
-    rows: list[ManyRow]
-    matching: list[ManyRow]
-    counts: dict[str, int]
-    sort: str
-    show: str
-
-    @property
-    def total(self) -> int:
-        return len(self.matching)
-
-    @property
-    def hidden(self) -> int:
-        return self.total - len(self.rows)
-
-    @property
-    def all_rows(self) -> int:
-        return sum(self.counts.values())
+class ManyTable(ShownRows[ManyRow]):
+    """The per-eval rows the side-by-side page shows."""
 
 
 def _sort_value(row: ManyRow, key: str, columns: dict[int, int]) -> Any:
