@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.core import mail
@@ -24,10 +23,10 @@ from grading.alerts.models import Delivery
 from grading.campaigns import execute, workflow
 from grading.campaigns.models import Campaign, QueuedIteration
 from grading.campaigns.report import CampaignResult
-from tests.fakeapi import FakeAnthropic, RecordedRequest, reply, tool_use
+from tests.fakeapi import FakeAnthropic
 from tests.grading.alerts_receiver import Receiver
 from tests.grading.campaigns.conftest import api, celery_held, celery_here, workspace  # noqa: F401
-from tests.grading.test_runevals import make_skill
+from tests.grading.test_runevals import make_skill, worse_with_skill
 
 pytestmark = pytest.mark.django_db
 
@@ -48,14 +47,6 @@ WORSE_EVALS = [
     }
     for i in range(3)
 ]
-
-
-def worse_with_skill(request: RecordedRequest) -> Any:
-    if request.tool_results:
-        return reply("Done.")
-    if "Skill" in request.tool_names:
-        return reply(tool_use("Read", {"file_path": "fixtures/README.md"}))
-    return reply(tool_use("Write", {"file_path": "a.txt", "content": "a"}))
 
 
 @pytest.fixture(autouse=True)

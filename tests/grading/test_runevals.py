@@ -375,13 +375,6 @@ def test_fail_on_regression_exits_1_when_the_skill_makes_things_worse(
         for i in range(3)
     ]
 
-    def worse_with_skill(request: RecordedRequest) -> Any:
-        if request.tool_results:
-            return reply("Done.")
-        if "Skill" in request.tool_names:
-            return reply(tool_use("Read", {"file_path": "fixtures/README.md"}))
-        return reply(tool_use("Write", {"file_path": "a.txt", "content": "a"}))
-
     api.script = worse_with_skill
     skill = make_skill(tmp_path, evals)
 
@@ -512,3 +505,13 @@ def test_what_a_harness_finds_reaches_the_runs_and_the_iterations_warnings(
     assert found == {"skill": "demo"}  # the control arm knows which skill is under test
     iteration = Iteration.objects.get(skill__name="demo")
     assert "found something in iteration-1" in messages(iteration.validity_warnings)
+
+
+def worse_with_skill(request: RecordedRequest) -> Any:
+    """The fake agent writes a file without the skill and only reads with it: a regression
+    for an eval that asserts a Write."""
+    if request.tool_results:
+        return reply("Done.")
+    if "Skill" in request.tool_names:
+        return reply(tool_use("Read", {"file_path": "fixtures/README.md"}))
+    return reply(tool_use("Write", {"file_path": "a.txt", "content": "a"}))

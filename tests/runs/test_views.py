@@ -330,7 +330,8 @@ def test_a_big_iteration_shows_its_first_rows_and_lists_with_counts(
     assert f'href="{big_iteration}assertions/"' in html
 
     everything = page(client, f"{big_iteration}?rows=all")
-    assert everything.split('id="matrix"')[1].split("</table>")[0].count("/iterations/1/evals/eval-") == 60
+    matrix = everything.split('id="matrix"')[1].split("</table>")[0]
+    assert matrix.count("/iterations/1/evals/eval-") == 60
     assert "Show all 60 evals" not in everything
 
     fragment = page(client, f"{big_iteration}?rows=all", HTTP_HX_REQUEST="true")
