@@ -292,6 +292,12 @@ if EVALSITE_SITE_URL and not EVALSITE_SITE_URL.startswith(("http://", "https://"
         f"EVALSITE_SITE_URL must start with http:// or https://, got {EVALSITE_SITE_URL!r}"
     )
 
+# Where `manage.py installharnesses` installs the agent CLIs of the npm registry (OpenCode,
+# Codex, Cline, Gemini CLI) and where runevals looks for them.
+EVALSITE_HARNESS_DIR = Path(
+    os.environ.get("EVALSITE_HARNESS_DIR") or BASE_DIR / ".harnesses"
+).resolve()
+
 # Where runevals writes iteration folders (and where the sample lives once copied).
 EVALSITE_WORKSPACE_DIR = Path(
     os.environ.get("EVALSITE_WORKSPACE_DIR") or BASE_DIR / "workspace"

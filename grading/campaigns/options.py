@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from grading.anthropic_client import api_key
-from grading.evaluating import claude_code
+from grading.evaluating import registry
 from grading.evaluating.harness import Harness
-from grading.evaluating.messages import MessagesHarness
 from grading.evaluating.runner import Settings
 from grading.sandbox import sandbox_problem
 
@@ -56,13 +55,9 @@ class CampaignOptions:
         )
 
     def make_harness(self) -> Harness:
-        if self.harness != "claude-code":
-            return MessagesHarness()
-        if not claude_code.available():
-            raise CampaignError(
-                "--harness claude-code needs the extra: pip install -e '.[claude-code]'"
-            )
-        return claude_code.ClaudeCodeHarness()
+        if (problem := registry.problem(self.harness)) is not None:
+            raise CampaignError(problem)
+        return registry.make(self.harness)
 
     def problem_playing_here(self) -> str | None:
         """Why runs cannot be played on this machine (no key, no sandbox, no CLI), or None."""
@@ -75,6 +70,4 @@ class CampaignOptions:
                 f"cannot sandbox agents' commands here: {problem}; "
                 "pass --unsafe-no-sandbox to run them without the sandbox"
             )
-        if self.harness == "claude-code" and not claude_code.available():
-            return "--harness claude-code needs the extra: pip install -e '.[claude-code]'"
-        return None
+        return registry.problem(self.harness)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import http.client
-import json
 import secrets
 import socket
 import socketserver
@@ -31,8 +30,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .apibudget import Lease, Tally, UsageMeter
-from .apigate import COUNT_TOKENS, MAX_BODY, declared_length, forwarded_target, key_of
+from .apibudget import Lease, Tally
+from .apigate import MAX_BODY, declared_length
+from .apiwire import MESSAGES, Meter, Wire
 
 __all__ = ["ApiProxy", "Lease", "Tally"]
 
@@ -43,7 +43,7 @@ PLACEHOLDER_PREFIX = "evalsite-run-"
 _NOT_FORWARDED = frozenset((
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
     "transfer-encoding", "upgrade", "host", "content-length", "x-api-key", "authorization",
-    "accept-encoding", "expect",
+    "accept-encoding", "expect", "x-goog-api-key",
 ))
 # fmt: on
 _CHUNK = 64 * 1024
@@ -59,11 +59,14 @@ class ApiProxy:
         upstream: str | None = None,
         socket_path: Path | None = None,
         timeout: float = 600.0,
+        wire: Wire = MESSAGES,
     ) -> None:
         self.api_key = api_key
+        #: The API this proxy speaks (apiwire.py): Anthropic's Messages unless told.
+        self.wire = wire
         self.upstream = urlsplit((upstream or DEFAULT_UPSTREAM).rstrip("/"))
         if self.upstream.scheme not in ("http", "https") or not self.upstream.hostname:
-            raise ValueError(f"ANTHROPIC_BASE_URL {upstream!r} is not an http(s) URL")
+            raise ValueError(f"the API's base URL {upstream!r} is not an http(s) URL")
         self.socket_path = socket_path
         self.timeout = timeout
         self._leases: dict[str, Lease] = {}
@@ -228,14 +231,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _forward(self) -> None:
         proxy = self.server.proxy
-        lease = proxy._find(key_of(self.headers))
+        wire = proxy.wire
+        # The request line's own target: parse_request rewrites a leading "//" in self.path.
+        parts = self.requestline.split()
+        asked = parts[1] if len(parts) > 1 else ""
+        lease = proxy._find(wire.key_of(self.headers, asked))
         if lease is None:
             # Judged from the headers alone: a stranger's body is never read, however large.
             self._refuse(401, "authentication_error", "unknown or expired key")
             return
-        # The request line's own target: parse_request rewrites a leading "//" in self.path.
-        asked = self.requestline.split()[1]
-        target = forwarded_target(self.command, asked)
+        target = wire.forwarded_target(self.command, asked)
         length = declared_length(self.headers)
         if target is None or length is None or length > MAX_BODY:
             proxy._count_refused(lease)
@@ -256,7 +261,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._refuse(400, "invalid_request_error", refusal, discard=length)
             return
         started = time.monotonic()
-        meter = UsageMeter("")
+        meter: Meter = wire.meter("")
         response = None
         try:
             if self._expects_continue():
@@ -266,12 +271,16 @@ class _Handler(BaseHTTPRequestHandler):
             if not self._fill(memoryview(body)):
                 self.close_connection = True  # the client went away mid-body
                 return
-            headers = {k: v for k, v in self.headers.items() if k.lower() not in _NOT_FORWARDED}
-            headers["x-api-key"] = proxy.api_key
+            headers = {
+                k: v
+                for k, v in self.headers.items()
+                if k.lower() not in _NOT_FORWARDED and k.lower() not in wire.credential_headers
+            }
+            headers.update(wire.upstream_headers(proxy.api_key))
             # Uncompressed, so the usage in the answer can be read as it streams past.
             headers["accept-encoding"] = "identity"
             response = self._send_upstream(proxy.upstream.path + target, body, headers)
-            meter = UsageMeter(response.getheader("content-type") or "")
+            meter = wire.meter(response.getheader("content-type") or "")
             self._relay(response, meter)
         except (OSError, http.client.HTTPException) as exc:
             self._drop_upstream()
@@ -283,7 +292,7 @@ class _Handler(BaseHTTPRequestHandler):
             status = response.status if response is not None and meter.complete else 0
             proxy._settle(
                 lease,
-                spends_tokens=target.partition("?")[0] != COUNT_TOKENS,
+                spends_tokens=wire.spends_tokens(target),
                 status=status,
                 usage=meter.usage(),
                 seconds=time.monotonic() - started,
@@ -327,7 +336,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._upstream.close()
             self._upstream = None
 
-    def _relay(self, response: http.client.HTTPResponse, meter: UsageMeter) -> None:
+    def _relay(self, response: http.client.HTTPResponse, meter: Meter) -> None:
         self.send_response_only(response.status, response.reason)
         length = response.getheader("content-length")
         for name, value in response.getheaders():
@@ -382,8 +391,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, status: int, kind: str, message: str, *, retry: bool = False) -> None:
         """An error of the proxy's own, in the API's shape."""
-        error = {"type": kind, "message": f"evalsite proxy: {message}"}
-        body = json.dumps({"type": "error", "error": error}).encode()
+        body = self.server.proxy.wire.error_body(status, kind, f"evalsite proxy: {message}")
         self.send_response_only(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(body)))

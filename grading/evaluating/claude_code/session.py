@@ -46,6 +46,13 @@ class ClaudeCodeHarness:
 
     name = NAME
 
+    @classmethod
+    def problem(cls) -> str | None:
+        """Why this harness cannot run here (registry.py), or None."""
+        if cli_path() is None:
+            return "--harness claude-code needs the extra: pip install -e '.[claude-code]'"
+        return None
+
     def __init__(
         self,
         *,

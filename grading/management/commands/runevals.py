@@ -19,7 +19,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from grading.campaigns.options import COULD_NOT_RUN, CampaignError, CampaignOptions
 from grading.campaigns.report import progress_line, run_label
 from grading.campaigns.workflow import run_evals
-from grading.evaluating import claude_code
+from grading.evaluating import claude_code, registry
 from grading.evaluating.runner import RunOutcome
 from grading.triggering.plan import DEFAULT_SEED
 from grading.triggering.play import DEFAULT_TIMEOUT_SECONDS, SessionRecord
@@ -64,7 +64,7 @@ class Command(BaseCommand):
         parser.add_argument("--concurrency", type=int, default=4)
         parser.add_argument(
             "--harness",
-            choices=["claude-code", "messages"],
+            choices=registry.names(),
             default="claude-code" if claude_code.available() else "messages",
             help="claude-code: the Claude Code CLI of the claude-code extra (the default where "
             "it is installed); messages: evalsite's own agent over the Messages API",
