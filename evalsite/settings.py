@@ -316,6 +316,14 @@ def env_at_use(name: str) -> str:
 ANTHROPIC_API_KEY = env_at_use("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = env_at_use("ANTHROPIC_BASE_URL")
 
+# The other APIs an agent CLI may speak (runevals --harness codex, cline: OpenAI's Responses
+# and chat completions; gemini: Google's Gemini API). Only the API proxy reads them: the CLI
+# gets a placeholder key. Unset base URLs mean the providers' own.
+OPENAI_API_KEY = env_at_use("OPENAI_API_KEY")
+OPENAI_BASE_URL = env_at_use("OPENAI_BASE_URL")
+GEMINI_API_KEY = env_at_use("GEMINI_API_KEY")
+GOOGLE_GEMINI_BASE_URL = env_at_use("GOOGLE_GEMINI_BASE_URL")
+
 # runevals: default models, and how hard the Anthropic client retries before a run errors.
 EVALSITE_AGENT_MODEL = os.environ.get("EVALSITE_AGENT_MODEL", "claude-sonnet-5-5")
 EVALSITE_JUDGE_MODEL = os.environ.get("EVALSITE_JUDGE_MODEL", "claude-sonnet-5-5")
