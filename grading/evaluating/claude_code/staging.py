@@ -17,10 +17,11 @@ from ..plan import FRONT_MATTER, SkillVersion
 from ..skillgit import export_skill_at
 
 
-def stage_skill(dispatch: Dispatch) -> Path | None:
+def stage_skill(dispatch: Dispatch, skills_dir: str = ".claude/skills") -> Path | None:
     """Copy the condition's skill (SKILL.md and its other files, not evals/) to
-    `.claude/skills/<name>/`, and each sibling beside it; the staged folder of the skill
-    under test, None in a condition without a skill.
+    `<skills_dir>/<name>/` (Claude Code's `.claude/skills/`; another harness names the
+    folder its CLI discovers project skills in), and each sibling beside it; the staged
+    folder of the skill under test, None in a condition without a skill.
 
     The folder is the skill's name (checked by the plan to be one folder name), as the CLI
     names a skill by its folder. The skill folder is its author's, so it is copied by
@@ -34,14 +35,16 @@ def stage_skill(dispatch: Dispatch) -> Path | None:
     skill = dispatch.skill
     if skill is None:
         return None
-    target = _stage(dispatch.env, skill, dispatch.skill_dir)
+    target = _stage(dispatch.env, skill, dispatch.skill_dir, skills_dir)
     for sibling in dispatch.siblings:
-        _stage(dispatch.env, sibling, Path(sibling.path).parent)
+        _stage(dispatch.env, sibling, Path(sibling.path).parent, skills_dir)
     return target
 
 
-def _stage(env: Path, skill: SkillVersion, skill_dir: Path | None) -> Path:
-    target = env / ".claude" / "skills" / skill.name
+def _stage(env: Path, skill: SkillVersion, skill_dir: Path | None, skills_dir: str) -> Path:
+    folder = PurePosixPath(skills_dir)
+    assert not folder.is_absolute() and ".." not in folder.parts, skills_dir
+    target = env.joinpath(*folder.parts, skill.name)
     if target.is_symlink() or target.exists():  # a fixture of that name: the staged copy wins
         if target.is_dir() and not target.is_symlink():
             shutil.rmtree(target)
@@ -66,7 +69,7 @@ def _stage(env: Path, skill: SkillVersion, skill_dir: Path | None) -> Path:
     exclude = env / ".git" / "info" / "exclude"
     exclude.parent.mkdir(parents=True, exist_ok=True)
     with exclude.open("a", encoding="utf-8") as handle:
-        handle.write(f"/.claude/skills/{skill.name}/\n")
+        handle.write(f"/{folder}/{skill.name}/\n")
     return target
 
 
