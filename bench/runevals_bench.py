@@ -2,13 +2,15 @@
 
     python bench/runevals_bench.py [--runs 40] [--delay 0.2] [--concurrency 8] [--check]
                                    [--harness messages|claude-code] [--repeat N]
-                                   [--queue [--queue-runs 64]] [--database sqlite|postgres]
+                                   [--queue [--queue-runs 64] [--latency 1.5]]
+                                   [--database sqlite|postgres]
 
 Messages harness: RUNS runs of 4 API calls, the fake API answering after DELAY, at
 CONCURRENCY; target wall <= 1.3x calls x delay / concurrency, and, with no delay at
 concurrency 1, evalsite's own time per run < 50 ms. `--harness claude-code`: the same runs
 played by the sandboxed CLI, against the bare CLI (bench/floor_claude_code.py) measured in
-the same session; target wall <= 1.3x the floor's. `--queue`: bench/runevals_queue.py.
+the same session; target wall <= 1.3x the floor's. `--queue`: bench/runevals_queue.py, the fake
+API answering after LATENCY seconds per call.
 """
 
 from __future__ import annotations
@@ -145,6 +147,13 @@ def main() -> int:
         "--queue", action="store_true", help="the campaign over Celery: 1 worker vs 2 workers"
     )
     parser.add_argument("--queue-runs", type=int, default=64, help="runs of the --queue campaign")
+    parser.add_argument(
+        "--latency",
+        type=float,
+        default=1.5,
+        help="--queue: seconds the fake API takes per call, as a model does (default 1.5), so "
+        "the runs wait on the model and the ratio measures distribution, not this machine's CPU",
+    )
     parser.add_argument(
         "--database",
         choices=["sqlite", "postgres"],

@@ -118,6 +118,8 @@ class Harness(Protocol):
     name: str
     #: The harness's own version (the CLI's), recorded beside it.
     version: str
+    # Optional: `observes_skill_calls = False` for a harness whose CLI has no skill tool, so
+    # that no `__skill_invoked` is graded (grading/graders/meta.py); True when absent.
 
     def run(self, dispatch: Dispatch) -> AgentResult:
         """Play the eval's conversation; an API failure raises (the run is then errored)."""

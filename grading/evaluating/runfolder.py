@@ -69,6 +69,7 @@ def grade_run_folder(
     task_folder: Path,
     baseline_commit: str,
     command_timeout: float,
+    skill_observable: bool = True,
 ) -> Graded:
     """Grade the run in `staging` (run.json + conversation.json there) and write grading.json.
 
@@ -89,6 +90,7 @@ def grade_run_folder(
         run_dir=staging,
         command_timeout=command_timeout,
         baseline=baseline_commit,
+        skill_observable=skill_observable,
     )
     write_json(staging / "grading.json", grading)
     calls = tokens = 0

@@ -336,6 +336,7 @@ class Runner:
                 task_folder=env,
                 baseline_commit=baseline,
                 command_timeout=self.settings.command_timeout,
+                skill_observable=getattr(self.settings.harness, "observes_skill_calls", True),
             )
             outcome.passed, outcome.total = graded.passed, graded.total
             outcome.judge_tokens, outcome.judge_calls = graded.tokens, graded.calls

@@ -124,8 +124,12 @@ def grade_run(
     run_dir: Path | None = None,
     command_timeout: float = DEFAULT_TIMEOUT_SECONDS,
     baseline: str | None = None,
+    skill_observable: bool = True,
 ) -> dict[str, Any]:
     """grading.json for one run, valid against grading.schema.json.
+
+    `skill_observable=False` (a harness without a skill tool) leaves `__skill_invoked` out:
+    whether the skill was used cannot be read from the transcript, and is not guessed.
 
     `run` is run.json (with its conversation); `assertions` the eval's, normalised by
     `case_assertions` (or the importer); `task_dir` the run's git task folder, None for
@@ -164,8 +168,12 @@ def grade_run(
             verdicts[index] = grade_assertion(run, assertion, ctx)
     results = [verdicts[index].as_json() for index in range(len(assertions))]
     grading: dict[str, Any] = {"assertion_results": results, "summary": summarise(results)}
-    if skill_name and skill_check_applies(
-        skill_loaded=skill_loaded, skill_should_trigger=skill_should_trigger
+    if (
+        skill_name
+        and skill_observable
+        and skill_check_applies(
+            skill_loaded=skill_loaded, skill_should_trigger=skill_should_trigger
+        )
     ):
         meta = skill_invoked_check(run, skill_name=skill_name).as_json()
         grading["meta_results"] = [meta]

@@ -2,6 +2,11 @@
 
 A meta result, tracked apart from the assertions so it never moves the pass rate. eval-magic
 writes it with grader `transcript_check` and these exact sentences (see the real baselines).
+
+It is read from the harness's own skill tool, by the name that harness records it under
+(`SKILL_TOOLS`: Claude Code's and the messages harness's `Skill`; each CLI harness adds its
+own). A harness with no skill tool records no `__skill_invoked` at all: its invocation is not
+observable, and is never guessed from what the agent read (SPEC §6).
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ from .verdict import Verdict
 
 SKILL_INVOKED_ID = "__skill_invoked"
 SKILL_TOOL = "Skill"
-# Claude Code's Skill tool takes {"skill": name}; older releases called the key "command".
-_SKILL_ARG_KEYS = ("skill", "command")
+#: A skill tool's name in a transcript → the argument keys that may name the skill. Claude
+#: Code's Skill tool takes {"skill": name}; older releases called the key "command".
+SKILL_TOOLS: dict[str, tuple[str, ...]] = {SKILL_TOOL: ("skill", "command")}
 
 
 def skill_check_applies(*, skill_loaded: bool, skill_should_trigger: bool | None) -> bool:
@@ -23,11 +29,13 @@ def skill_check_applies(*, skill_loaded: bool, skill_should_trigger: bool | None
     return skill_loaded and skill_should_trigger is not False
 
 
-def names_skill(args: Any, skill_name: str) -> bool:
-    """Whether Skill-tool `args` name `skill_name` (`name`, or `plugin:name`)."""
+def names_skill(
+    args: Any, skill_name: str, keys: tuple[str, ...] = SKILL_TOOLS[SKILL_TOOL]
+) -> bool:
+    """Whether skill-tool `args` name `skill_name` (`name`, or `plugin:name`) under `keys`."""
     values = [args] if isinstance(args, str) else []
     if isinstance(args, Mapping):
-        values = [args.get(key) for key in _SKILL_ARG_KEYS]
+        values = [args.get(key) for key in keys]
     return any(
         isinstance(value, str)
         and (value.strip() == skill_name or value.strip().endswith(f":{skill_name}"))
@@ -39,7 +47,8 @@ def skill_invoked_check(run: Mapping[str, Any], *, skill_name: str) -> Verdict:
     """The `__skill_invoked` meta result for a run (confidence always 1.0)."""
     calls = raw_tool_calls(run)
     invoked = any(
-        call.get("name") == SKILL_TOOL and names_skill(call.get("args"), skill_name)
+        call.get("name") in SKILL_TOOLS
+        and names_skill(call.get("args"), skill_name, SKILL_TOOLS[call.get("name")])
         for call in calls
     )
     evidence = (

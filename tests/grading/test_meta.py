@@ -59,3 +59,31 @@ def test_it_applies_only_to_skill_loading_runs_of_evals_expected_to_trigger() ->
     assert skill_check_applies(skill_loaded=True, skill_should_trigger=None)
     assert not skill_check_applies(skill_loaded=True, skill_should_trigger=False)
     assert not skill_check_applies(skill_loaded=False, skill_should_trigger=True)
+
+
+def test_a_harness_skill_tool_counts_under_its_own_name_and_keys(monkeypatch) -> None:
+    from grading.graders import meta
+
+    monkeypatch.setitem(meta.SKILL_TOOLS, "activate_skill", ("name",))
+    run = conversation_run(user("go"), tool("activate_skill", {"name": "working-in-isolation"}))
+    assert skill_invoked_check(run, skill_name="working-in-isolation").passed
+    # Its key is its own: a Skill-style key under another tool's name is not read.
+    other = conversation_run(user("go"), tool("activate_skill", {"skill": "working-in-isolation"}))
+    assert not skill_invoked_check(other, skill_name="working-in-isolation").passed
+
+
+def test_a_harness_without_a_skill_tool_grades_no_skill_invocation() -> None:
+    from grading.graders.grade import grade_run
+
+    run = conversation_run(user("go"), tool("Bash", {"command": "cat SKILL.md"}), say("done"))
+    observed = grade_run(run=run, assertions=[], task_dir=None, skill_name="s", skill_loaded=True)
+    assert observed["meta_results"][0]["passed"] is False
+    unobserved = grade_run(
+        run=run,
+        assertions=[],
+        task_dir=None,
+        skill_name="s",
+        skill_loaded=True,
+        skill_observable=False,
+    )
+    assert "meta_results" not in unobserved
