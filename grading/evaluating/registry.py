@@ -17,6 +17,7 @@ from .harness import Harness
 HARNESSES: dict[str, str] = {
     "claude-code": "grading.evaluating.claude_code:ClaudeCodeHarness",
     "messages": "grading.evaluating.messages:MessagesHarness",
+    "codex": "grading.evaluating.codex:CodexHarness",
 }
 
 

@@ -1,0 +1,288 @@
+"""The codex harness: one run's conversation, each round one sandboxed `codex exec`."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from grading import sandbox
+from grading.graders.rustregex import rust_search
+from grading.sandbox import hostfiles
+from grading.sandbox.bridge import bridged
+from runs.untrusted_git import GitError
+
+from .. import agent_clis
+from ..apiproxy import ApiProxy, Lease
+from ..claude_code.staging import stage_skill
+from ..claude_code.stream import StreamTooLarge, drain, read_events
+from ..conversation import Conversation
+from ..harness import AgentResult, Dispatch
+from .cli import (
+    APPROVAL_POLICY,
+    DISABLED_FEATURES,
+    KEY_VARIABLE,
+    NAME,
+    SANDBOX_MODE,
+    CodexError,
+    cli_arguments,
+    config_toml,
+)
+from .events import transcribe
+from .wire import RESPONSES, api_key, upstream
+
+#: Where Codex 0.171 discovers a repository's skills: `.agents/skills/<name>/SKILL.md` from
+#: the working folder up to the repository's root (its skills loader's `.agents/skills`
+#: root, beside `$CODEX_HOME/skills` and `~/.agents/skills`, both fresh and empty here).
+SKILLS_DIR = ".agents/skills"
+ROUND_SECONDS = 30 * 60
+_USAGE = ("calls", "input", "output", "cache_creation", "cache_read")
+
+
+class CodexHarness:
+    """Plays each run with the Codex CLI; one instance serves concurrent runs."""
+
+    name = NAME
+
+    @classmethod
+    def problem(cls) -> str | None:
+        """Why this harness cannot run here (registry.py), or None."""
+        if agent_clis.cli_path(NAME) is None:
+            return agent_clis.missing(NAME)
+        if not api_key():
+            return "OPENAI_API_KEY is not set: --harness codex needs it to call the OpenAI API"
+        return None
+
+    def __init__(
+        self,
+        *,
+        cli: Path | None = None,
+        unsafe: bool | None = None,
+        round_seconds: float = ROUND_SECONDS,
+    ) -> None:
+        found = cli or agent_clis.cli_path(NAME)
+        if found is None:
+            raise CodexError(agent_clis.missing(NAME))
+        self.cli = found
+        self.version = agent_clis.cli_version(found).removeprefix("codex-cli ").strip()
+        self.unsafe = unsafe
+        self.round_seconds = round_seconds
+
+    @property
+    def sandboxed(self) -> bool:
+        return not (sandbox.is_unsandboxed() if self.unsafe is None else self.unsafe)
+
+    def run(self, dispatch: Dispatch) -> AgentResult:
+        home = dispatch.env.with_name(dispatch.env.name + ".home")
+        socket_dir = Path(tempfile.mkdtemp(prefix="evalsite-api-"))
+        try:
+            shutil.rmtree(home, ignore_errors=True)
+            (home / ".codex").mkdir(parents=True)
+            try:
+                staged = stage_skill(dispatch, skills_dir=SKILLS_DIR)
+            except (OSError, GitError, hostfiles.UntrustedPath) as exc:
+                raise CodexError(f"could not stage the skill: {exc}") from None
+            proxy = ApiProxy(
+                api_key=api_key(),
+                upstream=upstream(),
+                socket_path=socket_dir / "api.sock",
+                wire=RESPONSES,
+            )
+            with proxy:
+                lease = proxy.lease(
+                    max_calls=dispatch.agent.max_calls, token_budget=dispatch.agent.token_budget
+                )
+                session = _Session(self, dispatch, home=home, socket=socket_dir, lease=lease)
+                try:
+                    return session.run(dispatch.case)
+                finally:
+                    session.sync_usage()
+                    dispatch.result.artifacts["codex.json"] = session.record(staged)
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+            shutil.rmtree(socket_dir, ignore_errors=True)
+
+    def finish_iteration(self, folder: Path) -> list[str]:
+        return []
+
+
+class _Session(Conversation):
+    """The shared conversation, each round played by one `codex exec` (resumed after the first)."""
+
+    def __init__(
+        self,
+        harness: CodexHarness,
+        dispatch: Dispatch,
+        *,
+        home: Path,
+        socket: Path,
+        lease: Lease,
+    ) -> None:
+        super().__init__(
+            dispatch.client, dispatch.agent, matches=rust_search, result=dispatch.result
+        )
+        self.harness = harness
+        self.dispatch = dispatch
+        self.home = home
+        self.socket = socket
+        self.lease = lease
+        self.thread_id: str | None = None
+        self.rounds: list[dict[str, Any]] = []
+        self._pending = ""
+        self._synced = dict.fromkeys(_USAGE, 0)
+        self._api_seconds = 0.0
+        self._staged = {
+            skill.name: f"{SKILLS_DIR}/{skill.name}/SKILL.md"
+            for skill in ([dispatch.skill] if dispatch.skill else []) + list(dispatch.siblings)
+        }
+
+    def _say(self, text: str, round_: int, origin: dict[str, Any] | None = None) -> None:
+        super()._say(text, round_, origin)
+        self._pending = text
+
+    def _round(self, round_: int) -> list[str] | None:
+        """Play one round; the assistant's texts, None when the run's budget ran out."""
+        if self._out_of_budget():
+            return None
+        events, exit_code = self._play_round(round_)
+        self.sync_usage()
+        read = transcribe(
+            events,
+            round_=round_,
+            result=self.result,
+            event=self._event,
+            staged=self._staged,
+            env=str(self.dispatch.env.resolve()),
+        )
+        self.thread_id = self.thread_id or read.thread_id
+        self.rounds.append(
+            {
+                "round": round_,
+                "thread_id": read.thread_id,
+                "resumed": round_ > 1,
+                "exit_code": exit_code,
+                "completed": read.completed,
+                "failure": read.failure,
+                "cli_reported_usage": read.usage,
+                "notices": read.notices[:10],
+            }
+        )
+        if self.lease.refusal:
+            return None  # the proxy refused a call: the run's budget is spent
+        if read.failure or not read.completed:
+            said = read.failure or f"the CLI ended without completing its turn (exit {exit_code})"
+            raise CodexError(f"round {round_}: {said}")
+        if self.thread_id is None:
+            raise CodexError(f"round {round_}: the CLI named no session to resume")
+        return read.texts
+
+    def _play_round(self, round_: int) -> tuple[list[dict[str, Any]], int | None]:
+        """Run the CLI for one round, sandboxed; its JSONL events and exit status."""
+        seconds = self.harness.round_seconds
+        limits = sandbox.Limits(wall_seconds=seconds, cpu_seconds=2 * int(seconds) + 10)
+        model = self.dispatch.agent.model
+        argv = cli_arguments(
+            self.harness.cli,
+            model=model,
+            env=self.dispatch.env,
+            prompt=self._pending,
+            thread_id=self.thread_id if round_ > 1 else None,
+        )
+        argv, base_url = bridged(argv, self.socket)
+        # Written each round: the bridge's port is chosen per process.
+        (self.home / ".codex" / "config.toml").write_text(
+            config_toml(model=model, base_url=base_url), encoding="utf-8"
+        )
+        ro_binds = [(self.socket, self.socket)]
+        ro_binds += [(folder, folder) for folder in agent_clis.node_folders(self.harness.cli)]
+        try:
+            process = sandbox.spawn(
+                argv,
+                folder=self.dispatch.env,
+                env=self._environment(),
+                limits=limits,
+                binds=[(self.home, self.home)],
+                ro_binds=ro_binds,
+                unsafe=not self.harness.sandboxed,
+                stdin=subprocess.DEVNULL,
+            )
+        except sandbox.SandboxError as exc:
+            raise CodexError(f"round {round_}: {exc}") from None
+        errors: deque[str] = deque(maxlen=20)
+        reader = threading.Thread(target=drain, args=(process.stderr, errors), daemon=True)
+        reader.start()
+        try:
+            events = list(read_events(process.stdout))
+            process.wait()
+        except StreamTooLarge as exc:
+            raise CodexError(f"round {round_}: {exc}; stopped") from None
+        finally:
+            sandbox.kill_tree(process)
+            reader.join(timeout=5)
+        if process.limit:
+            stopped = sandbox.describe(process.limit, limits)
+            raise CodexError(
+                f"round {round_}: the CLI was stopped: {stopped}",
+                timed_out=process.limit == "wall_seconds",
+            )
+        if not events:
+            detail = " ".join(" ".join(errors).split())[:300] or f"exit {process.returncode}"
+            raise CodexError(f"round {round_}: the CLI printed no events: {detail}")
+        return events, process.returncode
+
+    def _environment(self) -> dict[str, str]:
+        return sandbox.allowed_environment(
+            {
+                "CODEX_HOME": str(self.home / ".codex"),
+                KEY_VARIABLE: self.lease.key,
+                "NO_COLOR": "1",
+            },
+            home=self.home,
+        )
+
+    def sync_usage(self) -> None:
+        """Bring the run's usage up to what the proxy counted (the CLI's every call)."""
+        tally = self.lease.tally
+        usage = self.result.usage
+        for name in _USAGE:
+            now = getattr(tally, name)
+            setattr(usage, name, getattr(usage, name) + now - self._synced[name])
+            self._synced[name] = now
+        if hasattr(self.dispatch.client, "seconds"):
+            self.dispatch.client.seconds += tally.upstream_seconds - self._api_seconds
+        self._api_seconds = tally.upstream_seconds
+
+    def record(self, staged: Path | None) -> dict[str, Any]:
+        """codex.json: the dispatch's provenance, isolation and API use."""
+        tally = self.lease.tally
+        return {
+            "harness": NAME,
+            "cli_version": self.harness.version,
+            "session_id": self.thread_id,
+            "sandboxed": self.harness.sandboxed,
+            "skill_staged_at": (
+                staged.relative_to(self.dispatch.env).as_posix() if staged else None
+            ),
+            "skill_invocation": "a reading command on the staged SKILL.md (else not observable)",
+            "isolation": {
+                "codex_home": "fresh per run",
+                "approval_policy": APPROVAL_POLICY,
+                "sandbox_mode": SANDBOX_MODE + " (inside evalsite's sandbox)",
+                "disabled_features": list(DISABLED_FEATURES),
+                "web_search": "disabled",
+                "mcp_servers": [],
+            },
+            "api": {
+                "wire": RESPONSES.name,
+                "calls": tally.calls,
+                "tokens": tally.tokens,
+                "requests": tally.requests,
+                "refused": tally.refused,
+                "refusal": self.lease.refusal,
+            },
+            "rounds": self.rounds,
+        }

@@ -1,0 +1,380 @@
+"""`runevals --harness codex`: the real Codex CLI against the fake Responses API.
+
+The CLI talks only to evalsite's proxy (through the sandbox's loopback bridge), which
+forwards to the fake with the real key; the fake scripts the CLI's tool calls (exec_command
+reading SKILL.md, an apply_patch, a command), and the CLI runs them for real in the run's
+task folder. The CLI's tests skip where it is not installed; the wire's and the event
+mapping's always run.
+"""
+
+from __future__ import annotations
+
+import http.client
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from django.core.management import call_command
+
+from grading import sandbox
+from grading.evaluating import registry
+from grading.evaluating.apiproxy import ApiProxy
+from grading.evaluating.codex import RESPONSES, ResponsesMeter, skills_read, transcribe
+from grading.evaluating.harness import AgentResult
+from tests.factories import write_json
+from tests.fake_responses import FakeResponses, RecordedRequest, function_call, reply
+from tests.fakeapi import FakeAnthropic
+from tests.grading.agent_clis import require_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMAS = ROOT / "schemas"
+SCHEMA_FOR = {
+    "grading.json": "grading.schema.json",
+    "run.json": "run-record.schema.json",
+    "conversation.json": "conversation.schema.json",
+    "timing.json": "timing.schema.json",
+}
+MODEL = "gpt-5.5"
+REAL_KEY = "sk-test-real-openai-key"
+#: The staged skill's entry in Codex's skills listing: in the skill-loading arm only.
+LISTED = "- demo: Use when writing notes."
+PATCH = "*** Begin Patch\n*** Add File: notes.md\n+It works.\n*** End Patch\n"
+KEY_CHECK = "printf 'key=%s\\n' \"$EVALSITE_CODEX_API_KEY\"; env | grep -c sk-test-real || true"
+
+EVALS: list[dict[str, Any]] = [
+    {
+        "id": "write-notes",
+        "prompt": "Write notes.md summarising README.md.",
+        "expected_output": "notes.md exists.",
+        "files": ["fixtures/README.md"],
+        "turns": [
+            {
+                "prompt": "Yes, run the check.",
+                "deliver_when": "agent_asks",
+                "agent_response_matches": "(?i)shall I",
+            }
+        ],
+        "assertions": [
+            {
+                "id": "read-skill",
+                "type": "transcript_check",
+                "check": "tool_invocation_matches",
+                "pattern": "command_execution .*SKILL\\.md",
+            },
+            {
+                "id": "patched-notes",
+                "type": "transcript_check",
+                "check": "tool_invocation_matches",
+                "pattern": "file_change .*notes\\.md",
+            },
+            {
+                "id": "checked",
+                "type": "transcript_check",
+                "check": "assistant_message_matches",
+                "pattern": "^Checked",
+            },
+            {"id": "notes-exist", "type": "command_check", "command": "grep -q works notes.md"},
+            {"id": "small", "type": "diff_scope", "max_files_touched": 1},
+        ],
+    }
+]
+
+
+def make_skill(root: Path) -> Path:
+    skill = root / "demo"
+    (skill / "evals" / "fixtures").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: demo\ndescription: Use when writing notes.\n---\nRead before writing.\n"
+    )
+    (skill / "evals" / "fixtures" / "README.md").write_text("# Project\nIt works.\n")
+    write_json(skill / "evals" / "evals.json", {"skill_name": "demo", "evals": EVALS})
+    return skill
+
+
+def with_skill(request: RecordedRequest) -> bool:
+    return LISTED in json.dumps(request.body)
+
+
+def agent(request: RecordedRequest) -> Any:
+    """The with_skill arm reads SKILL.md, patches notes.md, asks, then runs the check; the
+    without_skill arm answers without doing anything."""
+    if not with_skill(request):
+        return reply("No notes today.")
+    if "Yes, run the check." in request.last_user_text:
+        steps = [reply(function_call("exec_command", {"cmd": KEY_CHECK})), reply("Checked.")]
+    else:
+        steps = [
+            reply(function_call("exec_command", {"cmd": "cat .agents/skills/demo/SKILL.md"})),
+            reply(function_call("exec_command", {"cmd": f"apply_patch <<'EOF'\n{PATCH}EOF\n"})),
+            reply("notes.md written. Shall I run the check?"),
+        ]
+    return steps[request.steps]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, settings) -> Path:
+    settings.EVALSITE_WORKSPACE_DIR = tmp_path / "workspace"
+    settings.EVALSITE_API_MAX_RETRIES = 0
+    return settings.EVALSITE_WORKSPACE_DIR
+
+
+def load(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_runevals_plays_each_arm_with_the_real_codex_cli(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    binary = require_cli("codex")
+    unsafe = ["--unsafe-no-sandbox"] if sandbox.sandbox_problem() else []
+    with FakeResponses(agent, api_key=REAL_KEY, delay=0.05) as api, FakeAnthropic() as judge:
+        monkeypatch.setenv("OPENAI_BASE_URL", api.url)
+        monkeypatch.setenv("OPENAI_API_KEY", REAL_KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", judge.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        out = io.StringIO()
+        call_command(
+            "runevals",
+            str(make_skill(tmp_path)),
+            "--harness",
+            "codex",
+            "--model",
+            MODEL,
+            "--concurrency",
+            "2",
+            *unsafe,
+            stdout=out,
+        )
+    assert not api.errors, api.errors
+    assert not judge.errors and judge.calls == 0  # no assertion needs the judge
+    assert "2 runs (0 errored)" in out.getvalue()
+
+    folder = workspace / "demo" / "iteration-1"
+    for path in folder.rglob("*.json"):
+        if path.name in SCHEMA_FOR:
+            schema = load(SCHEMAS / SCHEMA_FOR[path.name])
+            jsonschema.validators.validator_for(schema)(schema).validate(load(path))
+    conditions = load(folder / "conditions.json")
+    assert conditions["harness"] == "codex"
+    assert conditions["runevals"]["harness_version"] == "0.171.0"
+    assert binary.name == "codex"
+
+    def grading(arm: str) -> dict[str, Any]:
+        return load(folder / "eval-write-notes" / arm / "grading.json")
+
+    def verdicts(arm: str) -> dict[str, bool]:
+        return {r["id"]: r["passed"] for r in grading(arm)["assertion_results"]}
+
+    assert verdicts("with_skill") == dict.fromkeys(
+        ["read-skill", "patched-notes", "checked", "notes-exist", "small"], True
+    )
+    assert verdicts("without_skill") == {
+        "read-skill": False,
+        "patched-notes": False,
+        "checked": False,
+        "notes-exist": False,
+        "small": True,
+    }
+    (meta,) = grading("with_skill")["meta_results"]
+    assert meta["id"] == "__skill_invoked" and meta["passed"] is True
+    assert "meta_results" not in grading("without_skill")
+
+    # The events as eval-magic reads Codex's: item types as tool names; the read of the
+    # staged SKILL.md recorded as the skill loaded, right after the command.
+    record = load(folder / "eval-write-notes" / "with_skill" / "run.json")
+    calls = record["tool_invocations"]
+    assert [c["name"] for c in calls] == [
+        "command_execution",
+        "Skill",
+        "file_change",
+        "command_execution",
+    ]
+    assert calls[1]["args"] == {"skill": "demo"}
+    assert calls[1]["ordinal"] == calls[0]["ordinal"] + 1
+    assert "Read before writing." in calls[0]["result"]
+    assert calls[2]["args"]["changes"][0]["path"].endswith("/notes.md")
+    # The CLI and the agent's commands hold a placeholder, never the key.
+    assert re.search(r"key=evalsite-run-\S+\n0\b", calls[3]["result"]), calls[3]["result"]
+    assert REAL_KEY not in json.dumps(record)
+    assert all(r.headers["authorization"] == f"Bearer {REAL_KEY}" for r in api.requests)
+    assert all(r.path == "/v1/responses" and r.body["stream"] is True for r in api.requests)
+
+    conversation = load(folder / "eval-write-notes" / "with_skill" / "conversation.json")
+    assert conversation["status"] == "completed" and conversation["delivered_followups"] == 1
+    without = load(folder / "eval-write-notes" / "without_skill" / "conversation.json")
+    assert without["stop_reason"] == "agent_did_not_ask"
+
+    # Every call went through the proxy and was counted: its tokens are the fake's.
+    for arm, requests in (
+        ("with_skill", [r for r in api.requests if with_skill(r)]),
+        ("without_skill", [r for r in api.requests if not with_skill(r)]),
+    ):
+        codex = load(folder / "eval-write-notes" / arm / "codex.json")
+        assert codex["api"]["calls"] == len(requests) == codex["api"]["requests"]
+        spent = sum(r.usage["input_tokens"] + r.usage["output_tokens"] for r in requests)
+        assert codex["api"]["tokens"] == spent
+        assert load(folder / "eval-write-notes" / arm / "timing.json")["total_tokens"] == spent
+        assert codex["sandboxed"] is not bool(unsafe)
+        assert codex["cli_version"] == "0.171.0"
+    codex = load(folder / "eval-write-notes" / "with_skill" / "codex.json")
+    assert len(api.requests) == 6  # 4 in the first round, 1 in the second (with), 1 without
+    # The follow-up resumed the session: same thread, and the fake saw the whole history.
+    first, second = codex["rounds"]
+    assert second["resumed"] and second["thread_id"] == first["thread_id"] == codex["session_id"]
+    followup = next(r for r in api.requests if r.last_user_text == "Yes, run the check.")
+    assert "Write notes.md summarising README.md." in followup.user_texts()
+    assert codex["skill_staged_at"] == ".agents/skills/demo"
+    assert not list(folder.glob("env-*"))  # task folders and the CLI's homes are removed
+
+
+# --- the harness without the CLI ------------------------------------------------------------
+
+
+def test_it_says_why_it_cannot_run(settings, tmp_path: Path, monkeypatch) -> None:
+    settings.EVALSITE_HARNESS_DIR = tmp_path / "none"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    assert registry.problem("codex") == (
+        f"--harness codex needs @openai/codex@0.171.0, not installed in {tmp_path / 'none'}: "
+        "run python manage.py installharnesses codex"
+    )
+
+
+def test_it_needs_an_openai_key_once_installed(monkeypatch) -> None:
+    require_cli("codex")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert registry.problem("codex") == (
+        "OPENAI_API_KEY is not set: --harness codex needs it to call the OpenAI API"
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    assert registry.problem("codex") is None
+
+
+def _post(port: int, path: str, key: str, body: dict[str, Any], method: str = "POST") -> Any:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    data = json.dumps(body).encode()
+    headers = {"authorization": f"Bearer {key}", "content-type": "application/json"}
+    connection.request(method, path, body=data if method == "POST" else None, headers=headers)
+    response = connection.getresponse()
+    return response.status, response.read()
+
+
+def test_the_proxy_forwards_responses_with_the_real_key_and_counts_their_usage() -> None:
+    script = [reply("one", usage={"input_tokens": 100, "cached_tokens": 60, "output_tokens": 7})]
+    with (
+        FakeResponses(script, api_key=REAL_KEY) as api,
+        ApiProxy(api_key=REAL_KEY, upstream=api.url, wire=RESPONSES) as proxy,
+    ):
+        lease = proxy.lease(max_calls=1, token_budget=10_000)
+        port = int(proxy.url.rsplit(":", 1)[1])
+        body = {"model": "m", "input": "hi", "stream": True}
+        status, streamed = _post(port, "/v1/responses?x=1", lease.key, body)
+        assert status == 200 and b"response.completed" in streamed
+        refused = [
+            _post(port, "/v1/models", lease.key, {}, method="GET"),
+            _post(port, "/v1/chat/completions", lease.key, body),
+            _post(port, "/v1/responses", "evalsite-run-stranger", body),
+            _post(port, "/v1/responses", lease.key, body),  # over the budget of 1 call
+        ]
+    assert api.requests[0].headers["authorization"] == f"Bearer {REAL_KEY}"
+    assert api.requests[0].path == "/v1/responses" and len(api.requests) == 1
+    assert [status for status, _ in refused] == [404, 404, 401, 400]
+    for _, answer in refused:
+        error = json.loads(answer)["error"]
+        assert error["message"].startswith("evalsite proxy: ") and "type" in error
+    assert json.loads(refused[2][1])["error"]["code"] == "invalid_api_key"
+    tally = lease.tally
+    assert (tally.calls, tally.input, tally.cache_read, tally.output) == (1, 40, 60, 7)
+
+
+def test_the_meter_reads_a_json_answer_and_ignores_garbage() -> None:
+    meter = ResponsesMeter("application/json")
+    meter.feed(b'{"usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 4},')
+    meter.feed(b' "output_tokens": 3}}')
+    assert meter.usage() == {
+        "input_tokens": 6,
+        "cache_read_input_tokens": 4,
+        "cache_creation_input_tokens": 0,
+        "output_tokens": 3,
+    }
+    streamed = ResponsesMeter("text/event-stream")
+    streamed.feed(b'data: not json\n\ndata: [1]\n\ndata: {"type": "response.completed"}\n\n')
+    assert streamed.usage() == {}
+
+
+def _events(*lines: dict[str, Any]) -> tuple[AgentResult, Any]:
+    result = AgentResult()
+
+    def event(kind: str, round_: int, **fields: Any) -> dict[str, Any]:
+        recorded = {"type": kind, "ordinal": len(result.events), "round": round_, **fields}
+        result.events.append(recorded)
+        return recorded
+
+    staged = {"demo": ".agents/skills/demo/SKILL.md"}
+    read = transcribe(list(lines), round_=1, result=result, event=event, staged=staged, env="/e")
+    return result, read
+
+
+def test_events_map_to_the_conversation_and_a_failed_turn_is_said() -> None:
+    big = "x" * 5000
+    result, read = _events(
+        {"type": "thread.started", "thread_id": "t-1"},
+        {"type": "item.completed", "item": {"type": "error", "message": "no model metadata"}},
+        {"type": "item.completed", "item": {"type": "reasoning", "text": "hmm"}},
+        {"type": "item.completed", "item": "not an object"},
+        {
+            "type": "item.completed",
+            "item": {
+                "id": "i",
+                "type": "command_execution",
+                "command": "/bin/bash -lc 'sed -n 1,5p /e/.agents/skills/demo/SKILL.md'",
+                "aggregated_output": big,
+                "exit_code": 0,
+                "status": "completed",
+            },
+        },
+        {"type": "item.completed", "item": {"type": "agent_message", "text": "Done?"}},
+        {"type": "turn.failed", "error": {"message": "stream\n disconnected"}},
+    )
+    assert read.thread_id == "t-1" and read.failure == "stream disconnected"
+    assert read.notices == ["no model metadata"] and read.texts == ["Done?"]
+    kinds = [(e["type"], e.get("name")) for e in result.events]
+    assert kinds == [
+        ("tool_invocation", "command_execution"),
+        ("tool_invocation", "Skill"),
+        ("assistant_message", None),
+    ]
+    command = result.tool_invocations[0]
+    assert command["args"] == {"command": command["args"]["command"], "exit_code": 0}
+    assert len(command["result"]) < 2200 and "more characters not shown" in command["result"]
+    assert result.final_message == "Done?"
+
+
+@pytest.mark.parametrize(
+    ("command", "read"),
+    [
+        ("/bin/bash -lc 'cat .agents/skills/demo/SKILL.md'", True),
+        ('/bin/bash -lc "head -n 50 ./.agents/skills/demo/SKILL.md|tail -5"', True),
+        ("/bin/bash -lc 'ls && nl /e/.agents/skills/demo/../demo/SKILL.md'", True),
+        ("/bin/bash -lc 'echo .agents/skills/demo/SKILL.md'", False),  # not a read
+        ("/bin/bash -lc 'cat /elsewhere/.agents/skills/demo/SKILL.md'", False),
+        ("/bin/bash -lc 'cd .agents/skills/demo && cat SKILL.md'", False),  # not observable
+        ("/bin/bash -lc 'cat .agents/skills/other/SKILL.md'", False),
+        ('/bin/bash -lc "cat \'unterminated"', False),
+    ],
+)
+def test_a_skill_counts_as_read_only_when_a_command_shows_its_file(command, read) -> None:
+    staged = {"demo": ".agents/skills/demo/SKILL.md"}
+    assert skills_read(command, staged=staged, env="/e") == (["demo"] if read else [])
+
+
+def test_a_failed_read_is_not_a_load() -> None:
+    command = "/bin/bash -lc 'cat .agents/skills/demo/SKILL.md'"
+    item = {"type": "command_execution", "command": command, "exit_code": 1}
+    result, _ = _events({"type": "item.completed", "item": item})
+    assert [c["name"] for c in result.tool_invocations] == ["command_execution"]
