@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import jsonschema
 import pytest
 from django.core.management import call_command
@@ -23,11 +24,21 @@ from django.core.management import call_command
 from grading import sandbox
 from grading.evaluating import registry
 from grading.evaluating.apiproxy import ApiProxy
-from grading.evaluating.codex import RESPONSES, ResponsesMeter, skills_read, transcribe
+from grading.evaluating.codex import (
+    RESPONSES,
+    CodexHarness,
+    ResponsesMeter,
+    skills_read,
+    transcribe,
+)
 from grading.evaluating.harness import AgentResult
+from grading.evaluating.plan import make_plan
+from grading.evaluating.runner import Runner, Settings
+from runs.models import Run
 from tests.factories import write_json
-from tests.fake_responses import FakeResponses, RecordedRequest, function_call, reply
-from tests.fakeapi import FakeAnthropic
+from tests.fake_responses import FakeResponses, RecordedRequest, api_error, function_call, reply
+from tests.fakeapi import FakeAnthropic, tool_use
+from tests.fakeapi import reply as anthropic_reply
 from tests.grading.agent_clis import require_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,7 +91,13 @@ EVALS: list[dict[str, Any]] = [
             {"id": "notes-exist", "type": "command_check", "command": "grep -q works notes.md"},
             {"id": "small", "type": "diff_scope", "max_files_touched": 1},
         ],
-    }
+    },
+    {
+        "id": "chat",
+        "prompt": "Help me plan.",
+        "expected_output": "A plan on the branch the user names.",
+        "responder": {"type": "llm", "max_turns": 3},
+    },
 ]
 
 
@@ -95,13 +112,24 @@ def make_skill(root: Path) -> Path:
     return skill
 
 
+def user(request: Any) -> Any:
+    """The `llm` responder, playing the user in the chat (over the fake Messages API)."""
+    if "Using staging" in json.dumps(request.messages):
+        return anthropic_reply(tool_use("respond", {"action": "done", "rationale": "planned"}))
+    answer = {"action": "reply", "message": "Use the staging branch.", "rationale": "asked"}
+    return anthropic_reply(tool_use("respond", answer))
+
+
 def with_skill(request: RecordedRequest) -> bool:
     return LISTED in json.dumps(request.body)
 
 
 def agent(request: RecordedRequest) -> Any:
     """The with_skill arm reads SKILL.md, patches notes.md, asks, then runs the check; the
-    without_skill arm answers without doing anything."""
+    without_skill arm answers without doing anything. In the chat, both ask for a branch."""
+    if any("Help me plan." in said for said in request.user_texts()):
+        staging = "Use the staging branch." in request.last_user_text
+        return reply("Using staging. Done." if staging else "Which branch should I use?")
     if not with_skill(request):
         return reply("No notes today.")
     if "Yes, run the check." in request.last_user_text:
@@ -133,7 +161,7 @@ def test_runevals_plays_each_arm_with_the_real_codex_cli(
 ) -> None:
     binary = require_cli("codex")
     unsafe = ["--unsafe-no-sandbox"] if sandbox.sandbox_problem() else []
-    with FakeResponses(agent, api_key=REAL_KEY, delay=0.05) as api, FakeAnthropic() as judge:
+    with FakeResponses(agent, api_key=REAL_KEY, delay=0.05) as api, FakeAnthropic(user) as judge:
         monkeypatch.setenv("OPENAI_BASE_URL", api.url)
         monkeypatch.setenv("OPENAI_API_KEY", REAL_KEY)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", judge.url)
@@ -152,8 +180,10 @@ def test_runevals_plays_each_arm_with_the_real_codex_cli(
             stdout=out,
         )
     assert not api.errors, api.errors
-    assert not judge.errors and judge.calls == 0  # no assertion needs the judge
-    assert "2 runs (0 errored)" in out.getvalue()
+    # No assertion needs the judge: the Messages API is only the responder's, twice an arm.
+    assert not judge.errors
+    assert [r.forced_tool for r in judge.requests] == ["respond"] * 4
+    assert "4 runs (0 errored)" in out.getvalue()
 
     folder = workspace / "demo" / "iteration-1"
     for path in folder.rglob("*.json"):
@@ -211,9 +241,10 @@ def test_runevals_plays_each_arm_with_the_real_codex_cli(
     assert without["stop_reason"] == "agent_did_not_ask"
 
     # Every call went through the proxy and was counted: its tokens are the fake's.
+    notes = [r for r in api.requests if "Help me plan." not in json.dumps(r.body)]
     for arm, requests in (
-        ("with_skill", [r for r in api.requests if with_skill(r)]),
-        ("without_skill", [r for r in api.requests if not with_skill(r)]),
+        ("with_skill", [r for r in notes if with_skill(r)]),
+        ("without_skill", [r for r in notes if not with_skill(r)]),
     ):
         codex = load(folder / "eval-write-notes" / arm / "codex.json")
         assert codex["api"]["calls"] == len(requests) == codex["api"]["requests"]
@@ -223,7 +254,7 @@ def test_runevals_plays_each_arm_with_the_real_codex_cli(
         assert codex["sandboxed"] is not bool(unsafe)
         assert codex["cli_version"] == "0.171.0"
     codex = load(folder / "eval-write-notes" / "with_skill" / "codex.json")
-    assert len(api.requests) == 6  # 4 in the first round, 1 in the second (with), 1 without
+    assert len(notes) == 6  # 4 in the first round, 1 in the second (with), 1 without
     # The follow-up resumed the session: same thread, and the fake saw the whole history.
     first, second = codex["rounds"]
     assert second["resumed"] and second["thread_id"] == first["thread_id"] == codex["session_id"]
@@ -231,6 +262,82 @@ def test_runevals_plays_each_arm_with_the_real_codex_cli(
     assert "Write notes.md summarising README.md." in followup.user_texts()
     assert codex["skill_staged_at"] == ".agents/skills/demo"
     assert not list(folder.glob("env-*"))  # task folders and the CLI's homes are removed
+
+    # The llm responder's reply resumed the chat, and its verdict ended it.
+    chat = load(folder / "eval-chat" / "with_skill" / "conversation.json")
+    assert [(e["type"], e["round"]) for e in chat["events"]] == [
+        ("user_message", 1),
+        ("assistant_message", 1),
+        ("user_message", 2),
+        ("assistant_message", 2),
+    ]
+    assert chat["events"][2]["origin"] == {"responder": "llm", "rationale": "asked"}
+    assert chat["responder_outcome"] == {"ending": "done", "rationale": "planned"}
+    (meta,) = load(folder / "eval-chat" / "with_skill" / "grading.json")["meta_results"]
+    assert meta["passed"] is False  # it never read SKILL.md: not invoked, as far as is seen
+
+
+def run_plan(skill: Path, workspace: Path, **settings: Any) -> Any:
+    plan = make_plan(skill, only=["write-notes"], agent_model=MODEL, judge_model=MODEL)
+    harness = CodexHarness(unsafe=bool(sandbox.sandbox_problem()))
+    return Runner(
+        plan, anthropic.Anthropic(), Settings(workspace=workspace, harness=harness, **settings)
+    ).run()
+
+
+@pytest.fixture
+def openai_api(monkeypatch: pytest.MonkeyPatch):
+    require_cli("codex")
+    with FakeResponses(api_key=REAL_KEY) as fake, FakeAnthropic() as judge:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.url)
+        monkeypatch.setenv("OPENAI_API_KEY", REAL_KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", judge.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        yield fake
+    assert not fake.errors, fake.errors
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_the_proxy_stops_a_run_at_its_call_budget_and_the_run_is_still_graded(
+    tmp_path: Path, workspace: Path, openai_api: FakeResponses
+) -> None:
+    openai_api.script = lambda request: reply(
+        function_call("exec_command", {"cmd": f"echo {request.steps}"})
+    )
+
+    result = run_plan(make_skill(tmp_path), workspace, max_calls=3, concurrency=2)
+
+    assert [o.errored for o in result.outcomes] == [None, None]
+    assert [o.calls for o in result.outcomes] == [3, 3]
+    assert openai_api.calls == 6  # the 4th call of each run never reached the API
+    folder = result.folder / "eval-write-notes" / "with_skill"
+    conversation = load(folder / "conversation.json")
+    assert (conversation["status"], conversation["stop_reason"]) == (
+        "stopped",
+        "max_turns_reached",
+    )
+    assert load(folder / "codex.json")["api"]["refusal"] == (
+        "the run's budget of 3 API calls is used up"
+    )
+    assert load(folder / "grading.json")["assertion_results"]
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_an_api_error_the_cli_cannot_get_past_errors_the_run(
+    tmp_path: Path, workspace: Path, openai_api: FakeResponses
+) -> None:
+    refused = api_error(400, "invalid_request_error", "input: the fake refuses this")
+    openai_api.script = lambda request: refused
+
+    result = run_plan(make_skill(tmp_path), workspace, concurrency=2)
+
+    assert result.errored == 2
+    error = load(result.folder / "eval-write-notes" / "with_skill" / "error.json")
+    assert error["type"] == "CodexError"
+    assert "the fake refuses this" in error["error"] and "\n" not in error["error"]
+    assert Run.objects.filter(status="errored").count() == 2
 
 
 # --- the harness without the CLI ------------------------------------------------------------
