@@ -72,7 +72,7 @@ def transcribe(
     for line in events:
         kind = line.get("type")
         if kind == "thread.started" and isinstance(line.get("thread_id"), str):
-            read.thread_id = read.thread_id or line["thread_id"]
+            read.thread_id = read.thread_id or line["thread_id"][:100]
         elif kind == "turn.completed":
             read.completed = True
             usage = line.get("usage")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tempfile
@@ -40,6 +41,9 @@ from .wire import RESPONSES, api_key, upstream
 #: root, beside `$CODEX_HOME/skills` and `~/.agents/skills`, both fresh and empty here).
 SKILLS_DIR = ".agents/skills"
 ROUND_SECONDS = 30 * 60
+#: A session id as Codex prints it (a UUID): the agent shares the CLI's stdout, so anything
+#: else is not given back to `exec resume`.
+_SESSION_ID = re.compile(r"[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}")
 _USAGE = ("calls", "input", "output", "cache_creation", "cache_read")
 
 
@@ -158,7 +162,8 @@ class _Session(Conversation):
             staged=self._staged,
             env=str(self.dispatch.env.resolve()),
         )
-        self.thread_id = self.thread_id or read.thread_id
+        if self.thread_id is None and read.thread_id and _SESSION_ID.fullmatch(read.thread_id):
+            self.thread_id = read.thread_id
         self.rounds.append(
             {
                 "round": round_,
