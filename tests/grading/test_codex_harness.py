@@ -161,6 +161,14 @@ def test_runevals_plays_each_arm_with_the_real_codex_cli(
 ) -> None:
     binary = require_cli("codex")
     unsafe = ["--unsafe-no-sandbox"] if sandbox.sandbox_problem() else []
+    # The operator's own Codex home, which no run may read: its model and its skill.
+    own = tmp_path / "own-codex"
+    (own / "skills" / "own-skill").mkdir(parents=True)
+    (own / "config.toml").write_text('model = "operators-own-model"\n')
+    (own / "skills" / "own-skill" / "SKILL.md").write_text(
+        "---\nname: own-skill\ndescription: The operator's own.\n---\nMine.\n"
+    )
+    monkeypatch.setenv("CODEX_HOME", str(own))
     with FakeResponses(agent, api_key=REAL_KEY, delay=0.05) as api, FakeAnthropic(user) as judge:
         monkeypatch.setenv("OPENAI_BASE_URL", api.url)
         monkeypatch.setenv("OPENAI_API_KEY", REAL_KEY)
@@ -234,6 +242,11 @@ def test_runevals_plays_each_arm_with_the_real_codex_cli(
     assert REAL_KEY not in json.dumps(record)
     assert all(r.headers["authorization"] == f"Bearer {REAL_KEY}" for r in api.requests)
     assert all(r.path == "/v1/responses" and r.body["stream"] is True for r in api.requests)
+    # Isolated: only the staged skill is listed (not Codex's bundled ones, nor the
+    # operator's), and the model is the one runevals was given.
+    assert all(r.model == MODEL for r in api.requests)
+    listings = [json.dumps(r.body) for r in api.requests]
+    assert not any("own-skill" in text or "- imagegen:" in text for text in listings)
 
     conversation = load(folder / "eval-write-notes" / "with_skill" / "conversation.json")
     assert conversation["status"] == "completed" and conversation["delivered_followups"] == 1

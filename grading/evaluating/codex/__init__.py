@@ -12,8 +12,10 @@ Isolation, per run:
   holding the only config.toml Codex reads: one model provider, the proxy (`wire_api =
   "responses"`, its key in an environment variable holding the run's placeholder), no
   update check, analytics, feedback, history file, web search, MCP servers, subagents,
-  plugins, apps, memories or hooks; `--strict-config`, so a key this release does not know
-  fails loudly; `--ignore-rules` (no execpolicy files of the task folder's);
+  plugins, apps, memories, hooks or bundled skills (the staged one is the only skill);
+  `--strict-config`, so a key this release does not know fails loudly; `--ignore-rules`
+  (no execpolicy files of the task folder's); the task folder's own `.codex/config.toml` is
+  not read (an untrusted project's is not);
 - Codex's own approvals and sandbox are off (`approval_policy = "never"`, `sandbox_mode =
   "danger-full-access"`): the CLI runs inside evalsite's sandbox (`grading.sandbox`: no
   network, the task folder and its home the only writable places, no further user

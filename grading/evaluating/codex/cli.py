@@ -47,7 +47,9 @@ def _toml(value: str) -> str:
 
 def config_toml(*, model: str, base_url: str) -> str:
     """`$CODEX_HOME/config.toml` for one round: the proxy as the only provider, no update
-    checks, analytics, history file, web search, MCP servers or subagents."""
+    checks, analytics, history file, web search, MCP servers or subagents, and none of the
+    skills Codex bundles (a bundled skill-creator or imagegen would be listed in both arms,
+    and shadow a skill under test of the same name): the staged skill is the only one."""
     features = "\n".join(f"{name} = false" for name in DISABLED_FEATURES)
     return f"""\
 model = {_toml(model)}
@@ -73,6 +75,9 @@ enabled = false
 {features}
 
 [mcp_servers]
+
+[skills.bundled]
+enabled = false
 
 [model_providers.{PROVIDER}]
 name = "evalsite proxy"

@@ -38,7 +38,8 @@ from .wire import RESPONSES, api_key, upstream
 
 #: Where Codex 0.171 discovers a repository's skills: `.agents/skills/<name>/SKILL.md` from
 #: the working folder up to the repository's root (its skills loader's `.agents/skills`
-#: root, beside `$CODEX_HOME/skills` and `~/.agents/skills`, both fresh and empty here).
+#: root, beside `$CODEX_HOME/skills` and `~/.agents/skills`, both fresh and empty here, and
+#: its bundled system skills, turned off in config.toml).
 SKILLS_DIR = ".agents/skills"
 ROUND_SECONDS = 30 * 60
 #: A session id as Codex prints it (a UUID): the agent shares the CLI's stdout, so anything
@@ -279,6 +280,7 @@ class _Session(Conversation):
                 "sandbox_mode": SANDBOX_MODE + " (inside evalsite's sandbox)",
                 "disabled_features": list(DISABLED_FEATURES),
                 "web_search": "disabled",
+                "bundled_skills": "disabled",
                 "mcp_servers": [],
             },
             "api": {
