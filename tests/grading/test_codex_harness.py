@@ -31,6 +31,7 @@ from grading.evaluating.codex import (
     skills_read,
     transcribe,
 )
+from grading.evaluating.codex.shadow import other_copies
 from grading.evaluating.harness import AgentResult
 from grading.evaluating.plan import make_plan
 from grading.evaluating.runner import Runner, Settings
@@ -274,6 +275,8 @@ def test_runevals_plays_each_arm_with_the_real_codex_cli(
     followup = next(r for r in api.requests if r.last_user_text == "Yes, run the check.")
     assert "Write notes.md summarising README.md." in followup.user_texts()
     assert codex["skill_staged_at"] == ".agents/skills/demo"
+    shadow = load(folder / "eval-write-notes" / "with_skill" / "skill-shadow.json")
+    assert shadow["skill_name"] == "demo" and shadow["other_copies"] == []
     assert not list(folder.glob("env-*"))  # task folders and the CLI's homes are removed
 
     # The llm responder's reply resumed the chat, and its verdict ended it.
@@ -498,3 +501,43 @@ def test_a_failed_read_is_not_a_load() -> None:
     item = {"type": "command_execution", "command": command, "exit_code": 1}
     result, _ = _events({"type": "item.completed", "item": item})
     assert [c["name"] for c in result.tool_invocations] == ["command_execution"]
+
+
+def test_a_copy_of_the_skill_among_the_fixtures_is_found_without_following_links(
+    tmp_path: Path,
+) -> None:
+    skills = tmp_path / ".agents" / "skills"
+    (skills / "demo").mkdir(parents=True)
+    (skills / "demo" / "SKILL.md").write_text("---\nname: demo\ndescription: d\n---\n")
+    (skills / "renamed").mkdir()
+    (skills / "renamed" / "SKILL.md").write_text("---\nname: demo\ndescription: d\n---\n")
+    (skills / "unrelated").mkdir()
+    (skills / "unrelated" / "SKILL.md").write_text("---\nname: other\ndescription: d\n---\n")
+    (skills / "linked").symlink_to(tmp_path / "elsewhere")
+
+    assert other_copies(tmp_path, ".agents/skills", name="demo", staged=None) == [
+        ".agents/skills/demo",
+        ".agents/skills/renamed (named 'demo' in its SKILL.md)",
+    ]
+    staged = skills / "demo"
+    assert other_copies(tmp_path, ".agents/skills", name="demo", staged=staged) == [
+        ".agents/skills/renamed (named 'demo' in its SKILL.md)"
+    ]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / ".agents").symlink_to(tmp_path / ".agents")
+    assert other_copies(outside, ".agents/skills", name="demo", staged=None) == [
+        ".agents/skills (not a plain folder: not read)"
+    ]
+    assert other_copies(tmp_path / "nothing", ".agents/skills", name="demo", staged=None) == []
+
+
+def test_a_copy_in_one_arm_only_makes_the_iteration_invalid(tmp_path: Path) -> None:
+    require_cli("codex")
+    for arm, copies in (("with_skill", []), ("without_skill", [".agents/skills/demo"])):
+        write_json(
+            tmp_path / "eval-write-notes" / arm / "skill-shadow.json",
+            {"skill_name": "demo", "staged": None, "other_copies": copies, "rounds": []},
+        )
+    (warning,) = CodexHarness(unsafe=True).finish_iteration(tmp_path)
+    assert "without_skill only" in warning and "the comparison is invalid" in warning

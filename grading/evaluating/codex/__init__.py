@@ -25,7 +25,9 @@ Isolation, per run:
   the run's budget.
 
 The JSONL events map to conversation events as eval-magic reads them (events.py); skill
-invocation is a reading command on the staged SKILL.md, anything else not observable.
+invocation is a reading command on the staged SKILL.md, anything else not observable. Another
+copy of the skill among a run's fixtures is its `skill-shadow.json` and the iteration's
+skill-shadow warning, as for Claude Code (shadow.py).
 """
 
 from __future__ import annotations

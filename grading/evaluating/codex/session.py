@@ -19,6 +19,7 @@ from runs.untrusted_git import GitError
 
 from .. import agent_clis
 from ..apiproxy import ApiProxy, Lease
+from ..claude_code.findings import skill_shadow_warnings, subject_name
 from ..claude_code.staging import stage_skill
 from ..claude_code.stream import StreamTooLarge, drain, read_events
 from ..conversation import Conversation
@@ -34,6 +35,7 @@ from .cli import (
     config_toml,
 )
 from .events import transcribe
+from .shadow import skill_shadow
 from .wire import RESPONSES, api_key, upstream
 
 #: Where Codex 0.171 discovers a repository's skills: `.agents/skills/<name>/SKILL.md` from
@@ -91,6 +93,9 @@ class CodexHarness:
                 staged = stage_skill(dispatch, skills_dir=SKILLS_DIR)
             except (OSError, GitError, hostfiles.UntrustedPath) as exc:
                 raise CodexError(f"could not stage the skill: {exc}") from None
+            # What Codex will list, before the agent can change it.
+            name = dispatch.skill.name if dispatch.skill else subject_name(dispatch)
+            shadow = skill_shadow(dispatch.env, SKILLS_DIR, name=name, staged=staged)
             proxy = ApiProxy(
                 api_key=api_key(),
                 upstream=upstream(),
@@ -107,12 +112,14 @@ class CodexHarness:
                 finally:
                     session.sync_usage()
                     dispatch.result.artifacts["codex.json"] = session.record(staged)
+                    dispatch.result.artifacts["skill-shadow.json"] = shadow
         finally:
             shutil.rmtree(home, ignore_errors=True)
             shutil.rmtree(socket_dir, ignore_errors=True)
 
     def finish_iteration(self, folder: Path) -> list[str]:
-        return []
+        """The skill-shadow warning of the whole iteration (shadow.py)."""
+        return skill_shadow_warnings(folder)
 
 
 class _Session(Conversation):
