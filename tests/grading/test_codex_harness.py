@@ -13,6 +13,7 @@ import http.client
 import io
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -293,9 +294,9 @@ def test_runevals_plays_each_arm_with_the_real_codex_cli(
     assert meta["passed"] is False  # it never read SKILL.md: not invoked, as far as is seen
 
 
-def run_plan(skill: Path, workspace: Path, **settings: Any) -> Any:
+def run_plan(skill: Path, workspace: Path, round_seconds: float = 600, **settings: Any) -> Any:
     plan = make_plan(skill, only=["write-notes"], agent_model=MODEL, judge_model=MODEL)
-    harness = CodexHarness(unsafe=bool(sandbox.sandbox_problem()))
+    harness = CodexHarness(unsafe=bool(sandbox.sandbox_problem()), round_seconds=round_seconds)
     return Runner(
         plan, anthropic.Anthropic(), Settings(workspace=workspace, harness=harness, **settings)
     ).run()
@@ -354,6 +355,24 @@ def test_an_api_error_the_cli_cannot_get_past_errors_the_run(
     assert error["type"] == "CodexError"
     assert "the fake refuses this" in error["error"] and "\n" not in error["error"]
     assert Run.objects.filter(status="errored").count() == 2
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_a_round_that_outruns_its_time_is_killed_and_errors_the_run(
+    tmp_path: Path, workspace: Path, openai_api: FakeResponses
+) -> None:
+    openai_api.delay = 30  # a model that never answers in time
+    openai_api.script = lambda request: reply("Too late.")
+    started = time.monotonic()
+
+    result = run_plan(make_skill(tmp_path), workspace, round_seconds=4, concurrency=2)
+
+    assert time.monotonic() - started < 25
+    assert result.errored == 2
+    error = load(result.folder / "eval-write-notes" / "without_skill" / "error.json")
+    assert error["type"] == "CodexError" and "round 1: the CLI was stopped" in error["error"]
+    assert not list(result.folder.glob("env-*"))
 
 
 # --- the harness without the CLI ------------------------------------------------------------
