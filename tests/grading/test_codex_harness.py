@@ -359,6 +359,22 @@ def test_an_api_error_the_cli_cannot_get_past_errors_the_run(
 
 @pytest.mark.slow
 @pytest.mark.django_db
+def test_a_call_the_api_failed_is_retried_by_the_cli_and_costs_nothing(
+    tmp_path: Path, workspace: Path, openai_api: FakeResponses
+) -> None:
+    failed = api_error(500, "server_error", "try again", retry=True)
+    openai_api.script = lambda request: failed if request.call == 1 else reply("No notes today.")
+
+    result = run_plan(make_skill(tmp_path), workspace, concurrency=1)
+
+    assert result.errored == 0 and openai_api.calls == 3
+    assert sorted(o.calls for o in result.outcomes) == [1, 1]  # the answered calls only
+    statuses = sorted(str(r.status) for r in openai_api.requests)
+    assert statuses == ["200", "200", "500"]
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
 def test_a_round_that_outruns_its_time_is_killed_and_errors_the_run(
     tmp_path: Path, workspace: Path, openai_api: FakeResponses
 ) -> None:
@@ -481,9 +497,11 @@ def test_events_map_to_the_conversation_and_a_failed_turn_is_said() -> None:
             },
         },
         {"type": "item.completed", "item": {"type": "agent_message", "text": "Done?"}},
+        {"type": "error", "message": "Reconnecting... 1/5"},
         {"type": "turn.failed", "error": {"message": "stream\n disconnected"}},
     )
     assert read.thread_id == "t-1" and read.failure == "stream disconnected"
+    assert read.errors == ["Reconnecting... 1/5"] and not read.completed
     assert read.notices == ["no model metadata"] and read.texts == ["Done?"]
     kinds = [(e["type"], e.get("name")) for e in result.events]
     assert kinds == [

@@ -49,7 +49,8 @@ class RoundTranscript:
     texts: list[str] = field(default_factory=list)  # the assistant's, for `agent_asks`
     thread_id: str | None = None
     completed: bool = False  # a turn.completed arrived
-    failure: str | None = None  # turn.failed's or an error event's message
+    failure: str | None = None  # turn.failed's message
+    errors: list[str] = field(default_factory=list)  # error events' messages
     usage: dict[str, int] = field(default_factory=dict)  # the CLI's own report
     notices: list[str] = field(default_factory=list)  # Codex's error items (not the agent's)
 
@@ -78,10 +79,13 @@ def transcribe(
             usage = line.get("usage")
             if isinstance(usage, dict):
                 read.usage = {k: v for k, v in usage.items() if isinstance(v, int)}
-        elif kind in ("turn.failed", "error"):
-            error = line.get("error") if kind == "turn.failed" else line
+        elif kind == "turn.failed":
+            error = line.get("error")
             said = error.get("message") if isinstance(error, dict) else None
-            read.failure = " ".join(str(said or kind).split())[:300]
+            read.failure = _one_line(said or kind)
+        elif kind == "error":
+            # A stream error Codex may still retry past: fatal only if no turn.completed.
+            read.errors.append(_one_line(line.get("message") or kind))
         elif kind == "item.completed" and isinstance(line.get("item"), dict):
             _item(line["item"], read, round_=round_, result=result, event=event)
             if staged and line["item"].get("type") == "command_execution":
@@ -106,7 +110,7 @@ def _item(
             event("assistant_message", round_, text=text)
         return
     if kind == "error":
-        read.notices.append(" ".join(str(item.get("message", "")).split())[:300])
+        read.notices.append(_one_line(item.get("message", "")))
         return
     if kind in NOT_TOOLS or not kind:
         return
@@ -121,6 +125,10 @@ def _item(
         args=args or None,
         output=None if text is None else cap(text, RECORDED_RESULT_CHARS),
     )
+
+
+def _one_line(text: Any) -> str:
+    return " ".join(str(text).split())[:300]
 
 
 def _record(

@@ -180,6 +180,7 @@ class _Session(Conversation):
                 "exit_code": exit_code,
                 "completed": read.completed,
                 "failure": read.failure,
+                "errors": read.errors[:10],
                 "cli_reported_usage": read.usage,
                 "notices": read.notices[:10],
             }
@@ -187,7 +188,8 @@ class _Session(Conversation):
         if self.lease.refusal:
             return None  # the proxy refused a call: the run's budget is spent
         if read.failure or not read.completed:
-            said = read.failure or f"the CLI ended without completing its turn (exit {exit_code})"
+            said = read.failure or (read.errors[-1] if read.errors else None)
+            said = said or f"the CLI ended without completing its turn (exit {exit_code})"
             raise CodexError(f"round {round_}: {said}")
         if self.thread_id is None:
             raise CodexError(f"round {round_}: the CLI named no session to resume")
