@@ -294,9 +294,15 @@ def test_runevals_plays_each_arm_with_the_real_codex_cli(
     assert meta["passed"] is False  # it never read SKILL.md: not invoked, as far as is seen
 
 
-def run_plan(skill: Path, workspace: Path, round_seconds: float = 600, **settings: Any) -> Any:
+def run_plan(
+    skill: Path,
+    workspace: Path,
+    round_seconds: float = 600,
+    unsafe: bool = bool(sandbox.sandbox_problem()),
+    **settings: Any,
+) -> Any:
     plan = make_plan(skill, only=["write-notes"], agent_model=MODEL, judge_model=MODEL)
-    harness = CodexHarness(unsafe=bool(sandbox.sandbox_problem()), round_seconds=round_seconds)
+    harness = CodexHarness(unsafe=unsafe, round_seconds=round_seconds)
     return Runner(
         plan, anthropic.Anthropic(), Settings(workspace=workspace, harness=harness, **settings)
     ).run()
@@ -316,14 +322,17 @@ def openai_api(monkeypatch: pytest.MonkeyPatch):
 
 @pytest.mark.slow
 @pytest.mark.django_db
+@pytest.mark.parametrize("unsafe", [False, True], ids=["sandboxed", "unsandboxed"])
 def test_the_proxy_stops_a_run_at_its_call_budget_and_the_run_is_still_graded(
-    tmp_path: Path, workspace: Path, openai_api: FakeResponses
+    unsafe: bool, tmp_path: Path, workspace: Path, openai_api: FakeResponses
 ) -> None:
+    if not unsafe and sandbox.sandbox_problem():
+        pytest.skip(f"no sandbox here: {sandbox.sandbox_problem()}")
     openai_api.script = lambda request: reply(
         function_call("exec_command", {"cmd": f"echo {request.steps}"})
     )
 
-    result = run_plan(make_skill(tmp_path), workspace, max_calls=3, concurrency=2)
+    result = run_plan(make_skill(tmp_path), workspace, unsafe=unsafe, max_calls=3, concurrency=2)
 
     assert [o.errored for o in result.outcomes] == [None, None]
     assert [o.calls for o in result.outcomes] == [3, 3]
@@ -338,6 +347,7 @@ def test_the_proxy_stops_a_run_at_its_call_budget_and_the_run_is_still_graded(
         "the run's budget of 3 API calls is used up"
     )
     assert load(folder / "grading.json")["assertion_results"]
+    assert load(folder / "codex.json")["sandboxed"] is not unsafe
 
 
 @pytest.mark.slow
