@@ -1,6 +1,6 @@
 """A fake OpenAI Responses API on 127.0.0.1, for driving the real Codex CLI in tests.
 
-    with FakeResponses([reply(function_call("shell", {"command": ["ls"]})), reply("Done.")]) as api:
+    with FakeResponses([reply(function_call("exec_command", {"cmd": "ls"})), reply("Ok.")]) as api:
         ...  # give Codex base_url=api.url (it ends in /v1) and the key "test-key"
         assert api.requests[0].tool_names
 
