@@ -4,8 +4,10 @@ Codex 0.171 with a `model_providers` entry of `wire_api = "responses"` makes one
 model turn, `POST {base_url}/responses` with `Authorization: Bearer <key>` and
 `"stream": true`; with `base_url` = the bridge's address + `/v1` that is `/v1/responses`,
 the one route let through (the query dropped). It needs no model list from a custom
-provider. Upstream is settings.OPENAI_BASE_URL (default https://api.openai.com/v1), whose
-own path the forwarded `/responses` is appended to.
+provider, and compacts a long history with a call to the same route (seen with a low
+`model_auto_compact_token_limit`), never `/responses/compact`. Upstream is
+settings.OPENAI_BASE_URL (default https://api.openai.com/v1), whose own path the forwarded
+`/responses` is appended to.
 """
 
 from __future__ import annotations
