@@ -39,6 +39,7 @@ RESULT_KEYS = ("aggregated_output", "output", "result", "error")
 #: Programs whose run on a file shows its text to the agent.
 READERS = frozenset({"cat", "sed", "head", "tail", "less", "more", "nl", "awk", "bat", "tac"})
 SKILL_TOOL = "Skill"
+MAX_COMMAND = 64 * 1024
 #: How Codex wraps a command it runs: `/bin/bash -lc '<command>'`.
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 _SEPARATORS = frozenset({"|", "||", "&&", ";", "&"})
@@ -169,8 +170,10 @@ def _skill_reads(
 
 
 def skills_read(command: str, *, staged: dict[str, str], env: str) -> list[str]:
-    """The staged skills whose SKILL.md `command` shows with a reading program, in order."""
-    words = _words(command)
+    """The staged skills whose SKILL.md `command` shows with a reading program, in order.
+
+    A command longer than MAX_COMMAND is not parsed (no read of a SKILL.md needs one)."""
+    words = _words(command) if len(command) <= MAX_COMMAND else None
     if words is None:
         return []
     paths = {posixpath.normpath(relative): name for name, relative in staged.items()}
