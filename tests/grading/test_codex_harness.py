@@ -536,7 +536,7 @@ def test_events_map_to_the_conversation_and_a_failed_turn_is_said() -> None:
         ("/bin/bash -lc 'cd .agents/skills/demo && cat SKILL.md'", False),  # not observable
         ("/bin/bash -lc 'cat .agents/skills/other/SKILL.md'", False),
         ('/bin/bash -lc "cat \'unterminated"', False),
-        ("cat .agents/skills/demo/SKILL.md " + "x " * 40_000, False),  # too long to parse
+        pytest.param("cat .agents/skills/demo/SKILL.md " + "x " * 40_000, False, id="too-long"),
     ],
 )
 def test_a_skill_counts_as_read_only_when_a_command_shows_its_file(command, read) -> None:
