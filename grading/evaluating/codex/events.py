@@ -10,14 +10,14 @@ of type `error`, e.g. unknown model metadata) nothing; every other item (`comman
 arguments the item's own fields without the structural ones and the output, its result the
 output (`aggregated_output`, `output`, `result` or `error`), capped.
 
-Skill invocation. Codex has no skill tool: it lists skills (name, description, file path)
-in its instructions and the model reads a SKILL.md with a shell command like any file. So a
-`command_execution` that ran a reading program (`READERS`) on the staged SKILL.md's path,
-relative to the task folder or absolute, and exited 0 is recorded as the skill loaded: a
-`Skill` invocation `{"skill": name}` right after it (what `__skill_invoked` and trigger runs
-read), its result naming the command's ordinal. Deterministic, never guessed: a skill used
-without reading its file (the model trusting its listed description, or reading it through
-an indirection such as `cd` first or a script) is not observable and counts as not invoked.
+Skill invocation is not observable. Codex has no skill tool: it lists skills (name,
+description, file path) in its instructions and the model reads a SKILL.md with a shell command
+like any file, or follows the listed description without reading it. So no `Skill` call is
+recorded and no `__skill_invoked` graded (the harness's `observes_skill_calls` is False; SPEC
+§6: read from the harness's own skill tool, otherwise not observable, never guessed). What is
+seen is kept as evidence, not as a verdict: a `command_execution` that ran a reading program
+(`READERS`) on the staged SKILL.md's path, relative to the task folder or absolute, and exited
+0 is listed in the round's `skill_file_reads` (codex.json), with the command's ordinal.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ NOT_ARGS = ("id", "type", "status", "aggregated_output", "output", "result", "er
 RESULT_KEYS = ("aggregated_output", "output", "result", "error")
 #: Programs whose run on a file shows its text to the agent.
 READERS = frozenset({"cat", "sed", "head", "tail", "less", "more", "nl", "awk", "bat", "tac"})
-SKILL_TOOL = "Skill"
 MAX_COMMAND = 64 * 1024
 #: How Codex wraps a command it runs: `/bin/bash -lc '<command>'`.
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
@@ -54,6 +53,8 @@ class RoundTranscript:
     errors: list[str] = field(default_factory=list)  # error events' messages
     usage: dict[str, int] = field(default_factory=dict)  # the CLI's own report
     notices: list[str] = field(default_factory=list)  # Codex's error items (not the agent's)
+    #: Reads of a staged SKILL.md by a command: {"skill", "ordinal"} (evidence, not a verdict).
+    skill_file_reads: list[dict[str, Any]] = field(default_factory=list)
 
 
 def transcribe(
@@ -68,7 +69,7 @@ def transcribe(
     """Record the round's messages and tool calls through `event` (Conversation._event).
 
     `staged`: skill name → its SKILL.md relative to the task folder `env` (skill-loading
-    conditions only), whose reads are recorded as `Skill` invocations.
+    conditions only), whose reads by a command are listed in `skill_file_reads`.
     """
     read = RoundTranscript()
     for line in events:
@@ -90,7 +91,7 @@ def transcribe(
         elif kind == "item.completed" and isinstance(line.get("item"), dict):
             _item(line["item"], read, round_=round_, result=result, event=event)
             if staged and line["item"].get("type") == "command_execution":
-                _skill_reads(line["item"], round_, result, event, staged=staged, env=env)
+                _skill_reads(line["item"], read, result, staged=staged, env=env)
     return read
 
 
@@ -148,9 +149,8 @@ def _record(
 
 def _skill_reads(
     item: dict[str, Any],
-    round_: int,
+    read: RoundTranscript,
     result: AgentResult,
-    event: Callable[..., dict[str, Any]],
     *,
     staged: dict[str, str],
     env: str,
@@ -159,14 +159,7 @@ def _skill_reads(
         return
     ordinal = len(result.events) - 1  # the command's own event, just recorded
     for name in skills_read(item["command"], staged=staged, env=env):
-        _record(
-            result,
-            event,
-            round_,
-            name=SKILL_TOOL,
-            args={"skill": name},
-            output=f"evalsite: {staged[name]} read by the command at ordinal {ordinal}",
-        )
+        read.skill_file_reads.append({"skill": name, "ordinal": ordinal})
 
 
 def skills_read(command: str, *, staged: dict[str, str], env: str) -> list[str]:

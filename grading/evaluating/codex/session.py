@@ -54,6 +54,8 @@ class CodexHarness:
     """Plays each run with the Codex CLI; one instance serves concurrent runs."""
 
     name = NAME
+    #: Codex has no skill tool: no `__skill_invoked` is graded (events.py says what is kept).
+    observes_skill_calls = False
 
     @classmethod
     def problem(cls) -> str | None:
@@ -183,6 +185,7 @@ class _Session(Conversation):
                 "errors": read.errors[:10],
                 "cli_reported_usage": read.usage,
                 "notices": read.notices[:10],
+                "skill_file_reads": read.skill_file_reads[:20],
             }
         )
         if self.lease.refusal:
@@ -282,7 +285,8 @@ class _Session(Conversation):
             "skill_staged_at": (
                 staged.relative_to(self.dispatch.env).as_posix() if staged else None
             ),
-            "skill_invocation": "a reading command on the staged SKILL.md (else not observable)",
+            "skill_invocation": "not observable (no skill tool); reads of the staged SKILL.md "
+            "by a command are listed per round as skill_file_reads",
             "isolation": {
                 "codex_home": "fresh per run",
                 "approval_policy": APPROVAL_POLICY,
