@@ -18,6 +18,7 @@ HARNESSES: dict[str, str] = {
     "claude-code": "grading.evaluating.claude_code:ClaudeCodeHarness",
     "messages": "grading.evaluating.messages:MessagesHarness",
     "codex": "grading.evaluating.codex:CodexHarness",
+    "gemini": "grading.evaluating.gemini:GeminiHarness",
 }
 
 

@@ -1,0 +1,270 @@
+"""The gemini harness: one run's conversation, each round one sandboxed Gemini CLI process."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from grading import sandbox
+from grading.graders.rustregex import rust_search
+from grading.sandbox import hostfiles
+from grading.sandbox.bridge import bridged
+from runs.untrusted_git import GitError
+
+from .. import agent_clis
+from ..apiproxy import ApiProxy, Lease
+from ..claude_code.staging import stage_skill
+from ..claude_code.stream import StreamTooLarge, drain, read_events
+from ..conversation import Conversation
+from ..harness import AgentResult, Dispatch
+from .cli import (
+    ALLOWED_TOOLS,
+    APPROVAL_MODE,
+    NAME,
+    SKILLS_DIR,
+    GeminiError,
+    cli_arguments,
+    cli_path,
+    cli_version,
+    environment,
+    write_home,
+)
+from .stream import round_summary, transcribe
+from .wire import GEMINI
+
+#: A round (one CLI process) that runs longer than this is killed and the run errored.
+ROUND_SECONDS = 30 * 60
+DEFAULT_UPSTREAM = "https://generativelanguage.googleapis.com"
+_USAGE = ("calls", "input", "output", "cache_creation", "cache_read")
+#: A session id as the CLI prints it (a UUID); anything else is not passed to --resume.
+_SESSION_ID = re.compile(r"[0-9A-Za-z-]{8,64}")
+
+
+def api_key() -> str:
+    return str(settings.GEMINI_API_KEY)
+
+
+def base_url() -> str:
+    return str(settings.GOOGLE_GEMINI_BASE_URL) or DEFAULT_UPSTREAM
+
+
+class GeminiHarness:
+    """Plays each run with Gemini CLI; one instance serves concurrent runs."""
+
+    name = NAME
+
+    @classmethod
+    def problem(cls) -> str | None:
+        """Why this harness cannot run here (registry.py), or None."""
+        if cli_path() is None:
+            return agent_clis.missing(NAME)
+        if not api_key():
+            return "--harness gemini needs GEMINI_API_KEY (the Gemini API key) to be set"
+        return None
+
+    def __init__(
+        self,
+        *,
+        cli: Path | None = None,
+        unsafe: bool | None = None,
+        round_seconds: float = ROUND_SECONDS,
+    ) -> None:
+        found = cli or cli_path()
+        if found is None:
+            raise GeminiError(agent_clis.missing(NAME))
+        self.cli = found
+        self.version = cli_version(found)
+        #: None: as runevals was told (--unsafe-no-sandbox sets sandbox.unsandboxed).
+        self.unsafe = unsafe
+        self.round_seconds = round_seconds
+
+    @property
+    def sandboxed(self) -> bool:
+        return not (sandbox.is_unsandboxed() if self.unsafe is None else self.unsafe)
+
+    def run(self, dispatch: Dispatch) -> AgentResult:
+        home = dispatch.env.with_name(dispatch.env.name + ".home")
+        # Unix socket paths are limited to ~107 bytes, so the socket gets a short folder.
+        socket_dir = Path(tempfile.mkdtemp(prefix="evalsite-api-"))
+        try:
+            shutil.rmtree(home, ignore_errors=True)
+            home.mkdir(parents=True)
+            write_home(home)
+            try:
+                staged = stage_skill(dispatch, skills_dir=SKILLS_DIR)
+            except (OSError, GitError, hostfiles.UntrustedPath) as exc:
+                raise GeminiError(f"could not stage the skill: {exc}") from None
+            proxy = ApiProxy(
+                api_key=api_key(),
+                upstream=base_url(),
+                socket_path=socket_dir / "api.sock",
+                wire=GEMINI,
+            )
+            with proxy:
+                lease = proxy.lease(
+                    max_calls=dispatch.agent.max_calls, token_budget=dispatch.agent.token_budget
+                )
+                session = _Session(self, dispatch, home=home, socket=socket_dir, lease=lease)
+                try:
+                    return session.run(dispatch.case)
+                finally:
+                    session.sync_usage()
+                    dispatch.result.artifacts.update(session.artifacts(staged))
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+            shutil.rmtree(socket_dir, ignore_errors=True)
+
+    def finish_iteration(self, folder: Path) -> list[str]:
+        return []
+
+
+class _Session(Conversation):
+    """The shared conversation, with each round played by one CLI process: the first starts
+    a session, each follow-up resumes it (`--resume <session id>`)."""
+
+    def __init__(
+        self,
+        harness: GeminiHarness,
+        dispatch: Dispatch,
+        *,
+        home: Path,
+        socket: Path,
+        lease: Lease,
+    ) -> None:
+        super().__init__(
+            dispatch.client, dispatch.agent, matches=rust_search, result=dispatch.result
+        )
+        self.harness = harness
+        self.dispatch = dispatch
+        self.home = home
+        self.socket = socket
+        self.lease = lease
+        self.session_id: str | None = None
+        self.rounds: list[dict[str, Any]] = []
+        self._pending = ""
+        self._synced = dict.fromkeys(_USAGE, 0)
+        self._api_seconds = 0.0
+
+    def _say(self, text: str, round_: int, origin: dict[str, Any] | None = None) -> None:
+        super()._say(text, round_, origin)
+        self._pending = text
+
+    def _round(self, round_: int) -> list[str] | None:
+        """Play one round; the assistant's texts, None when the run's budget ran out."""
+        if self._out_of_budget():
+            return None
+        events = self._play_round(round_)
+        self.sync_usage()
+        read = transcribe(events, round_=round_, result=self.result, event=self._event)
+        if self.session_id is None and read.session_id and _SESSION_ID.fullmatch(read.session_id):
+            self.session_id = read.session_id
+        self.rounds.append(round_summary(round_, read))
+        done = read.result or {}
+        if done.get("status") != "success":
+            if self.lease.refusal:
+                return None  # the proxy refused a call: the run's budget is spent
+            error = done.get("error") if isinstance(done.get("error"), dict) else {}
+            said = " ".join(str(error.get("message") or done.get("status")).split())
+            raise GeminiError(f"round {round_}: {said[:300]}")
+        return read.texts
+
+    def _play_round(self, round_: int) -> list[dict[str, Any]]:
+        """Run the CLI for one round, sandboxed; its stream-json events."""
+        if round_ > 1 and self.session_id is None:
+            raise GeminiError(f"round {round_}: the CLI named no session to resume")
+        seconds = self.harness.round_seconds
+        limits = sandbox.Limits(wall_seconds=seconds, cpu_seconds=2 * int(seconds) + 10)
+        argv = cli_arguments(
+            self.harness.cli,
+            model=self.dispatch.agent.model,
+            resume=self.session_id if round_ > 1 else None,
+            prompt=self._pending,
+        )
+        # The CLI takes only a base URL: a loopback bridge inside the sandbox carries its
+        # calls to the proxy's socket.
+        argv, base = bridged(argv, self.socket)
+        env = sandbox.allowed_environment(
+            environment(self.home, base_url=base, key=self.lease.key), home=self.home
+        )
+        node = [(folder, folder) for folder in agent_clis.node_folders(self.harness.cli)]
+        try:
+            process = sandbox.spawn(
+                argv,
+                folder=self.dispatch.env,
+                env=env,
+                limits=limits,
+                binds=[(self.home, self.home)],
+                ro_binds=[(self.socket, self.socket), *node],
+                unsafe=not self.harness.sandboxed,
+                stdin=subprocess.DEVNULL,
+            )
+        except sandbox.SandboxError as exc:
+            raise GeminiError(f"round {round_}: {exc}") from None
+        errors: deque[str] = deque(maxlen=20)
+        reader = threading.Thread(target=drain, args=(process.stderr, errors), daemon=True)
+        reader.start()
+        try:
+            events = list(read_events(process.stdout))
+            process.wait()
+        except StreamTooLarge as exc:
+            raise GeminiError(f"round {round_}: {exc}; stopped") from None
+        finally:
+            sandbox.kill_tree(process)
+            reader.join(timeout=5)
+        if process.limit:
+            stopped = sandbox.describe(process.limit, limits)
+            raise GeminiError(
+                f"round {round_}: the CLI was stopped: {stopped}",
+                timed_out=process.limit == "wall_seconds",
+            )
+        if not any(e.get("type") == "result" for e in events):
+            detail = " ".join(" ".join(errors).split())[:300] or f"exit {process.returncode}"
+            raise GeminiError(f"round {round_}: the CLI ended without a result: {detail}")
+        return events
+
+    def sync_usage(self) -> None:
+        """Bring the run's usage up to what the proxy counted (the CLI's every call)."""
+        tally = self.lease.tally
+        usage = self.result.usage
+        for name in _USAGE:
+            now = getattr(tally, name)
+            setattr(usage, name, getattr(usage, name) + now - self._synced[name])
+            self._synced[name] = now
+        if hasattr(self.dispatch.client, "seconds"):
+            self.dispatch.client.seconds += tally.upstream_seconds - self._api_seconds
+        self._api_seconds = tally.upstream_seconds
+
+    def artifacts(self, staged: Path | None) -> dict[str, Any]:
+        tally = self.lease.tally
+        record = {
+            "harness": NAME,
+            "cli_version": self.harness.version,
+            "session_id": self.session_id,
+            "sandboxed": self.harness.sandboxed,
+            "staged_skill": str(staged) if staged else None,
+            "isolation": {
+                "home": "fresh per run",
+                "approval_mode": APPROVAL_MODE,
+                "allowed_tools": list(ALLOWED_TOOLS),
+                "mcp_servers": [],
+            },
+            "api": {
+                "wire": GEMINI.name,
+                "calls": tally.calls,
+                "token_counts": tally.token_counts,
+                "tokens": tally.tokens,
+                "requests": tally.requests,
+                "refused": tally.refused,
+                "refusal": self.lease.refusal,
+            },
+            "rounds": self.rounds,
+        }
+        return {"gemini.json": record}
