@@ -40,7 +40,8 @@ from tests.fake_gemini import (
     function_call,
     reply,
 )
-from tests.fakeapi import FakeAnthropic
+from tests.fakeapi import FakeAnthropic, RecordedRequest, tool_use
+from tests.fakeapi import reply as anthropic_reply
 from tests.grading.agent_clis import require_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,6 +98,12 @@ EVALS: list[dict[str, Any]] = [
             }
         ],
     },
+    {
+        "id": "chat",
+        "prompt": "Help me plan.",
+        "expected_output": "A plan on the branch the user names.",
+        "responder": {"type": "llm", "max_turns": 3},
+    },
 ]
 
 
@@ -131,6 +138,9 @@ def agent(request: GeminiRequest) -> Any:
         return reply(steps[turn]) if turn < len(steps) else reply("Done: notes.md written.")
     if "Plan the change." in said:
         return reply("Going ahead. All done." if "Yes, go ahead." in said else "Shall I?")
+    if "Help me plan." in said:
+        staging = "Use the staging branch." in said
+        return reply("Using staging. Done." if staging else "Which branch should I use?")
     raise LookupError(f"no script for {said[:80]!r}")
 
 
@@ -141,10 +151,17 @@ def workspace(tmp_path: Path, settings) -> Path:
     return settings.EVALSITE_WORKSPACE_DIR
 
 
+def user(request: RecordedRequest) -> Any:
+    """The `llm` responder (over the Anthropic API, whichever harness played the agent)."""
+    if "Using staging" in json.dumps(request.messages):
+        return anthropic_reply(tool_use("respond", {"action": "done", "rationale": "planned"}))
+    answer = {"action": "reply", "message": "Use the staging branch.", "rationale": "asked"}
+    return anthropic_reply(tool_use("respond", answer))
+
+
 @pytest.fixture
 def gemini_api(monkeypatch: pytest.MonkeyPatch):
-    # runevals needs an Anthropic key (judge, responder) even where no eval asks for one.
-    with FakeGemini(agent) as fake, FakeAnthropic() as judge:
+    with FakeGemini(agent) as fake, FakeAnthropic(user) as judge:
         monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake.url)
         monkeypatch.setenv("GEMINI_API_KEY", REAL_KEY)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", judge.url)
@@ -179,7 +196,7 @@ def test_runevals_plays_each_eval_with_gemini_cli_and_grades_it(
     )
 
     folder = workspace / "demo" / "iteration-1"
-    assert "4 runs (0 errored)" in out.getvalue()
+    assert "6 runs (0 errored)" in out.getvalue()
     for path in folder.rglob("*.json"):
         if path.name in SCHEMA_FOR:
             schema = load(SCHEMAS / SCHEMA_FOR[path.name])
@@ -190,7 +207,7 @@ def test_runevals_plays_each_eval_with_gemini_cli_and_grades_it(
     assert re.fullmatch(r"\d+\.\d+\.\d+", conditions["runevals"]["harness_version"])
     iteration = Iteration.objects.get(skill__name="demo")
     assert iteration.harness == "gemini"
-    assert Run.objects.filter(iteration=iteration, status="completed").count() == 4
+    assert Run.objects.filter(iteration=iteration, status="completed").count() == 6
 
     def grading(cell: str) -> dict[str, Any]:
         return load(folder / f"eval-{cell}" / "grading.json")
@@ -229,7 +246,7 @@ def test_runevals_plays_each_eval_with_gemini_cli_and_grades_it(
 
     # The proxy counted every call the CLI made, and the run's tokens are its tally.
     provenance = [load(p) for p in folder.rglob("gemini.json")]
-    assert len(provenance) == 4
+    assert len(provenance) == 6
     assert sum(p["api"]["calls"] for p in provenance) == gemini_api.calls
     assert all(p["sandboxed"] is not bool(unsafe) for p in provenance)
     notes = next(p for p in provenance if p["staged_skill"])
@@ -250,6 +267,11 @@ def test_runevals_plays_each_eval_with_gemini_cli_and_grades_it(
     follow_ups = [r for r in gemini_api.generate_requests if "Yes, go ahead." in r.user_texts]
     assert len(follow_ups) == 2
     assert all("Shall I?" in json.dumps(r.contents) for r in follow_ups)
+
+    chat = load(folder / "eval-chat" / "without_skill" / "conversation.json")
+    assert chat["status"] == "completed" and chat["delivered_followups"] == 1
+    assert chat["events"][2]["origin"] == {"responder": "llm", "rationale": "asked"}
+    assert chat["responder_outcome"] == {"ending": "done", "rationale": "planned"}
 
 
 def dispatch_for(env: Path, prompt: str, *, turns: list[dict[str, Any]] | None = None) -> Dispatch:
