@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -369,6 +370,49 @@ def test_a_follow_up_after_a_round_with_tool_calls_is_refused_by_the_api_a_known
             harness.run(dispatch_for(env, "Look around.", turns=turns))
 
     assert fake.calls == 3 and len(fake.errors) == 1  # the resumed call, as the API would
+
+
+@pytest.mark.slow
+def test_the_proxy_stops_a_run_at_its_call_budget_and_the_conversation_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_cli("gemini")
+    env = task_folder(tmp_path, "env-endless")
+
+    def endless(request: GeminiRequest) -> Any:
+        return reply(function_call("run_shell_command", {"command": f"echo {request.call}"}))
+
+    dispatch = dispatch_for(env, "Keep going.")
+    dispatch.agent.max_calls = 3
+    with FakeGemini(endless) as fake:
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake.url)
+        monkeypatch.setenv("GEMINI_API_KEY", REAL_KEY)
+        result = GeminiHarness(unsafe=bool(sandbox.sandbox_problem())).run(dispatch)
+
+    assert (result.status, result.stop_reason) == ("stopped", "max_turns_reached")
+    assert fake.calls == 3 and result.usage.calls == 3  # the refused call never reached it
+    assert [t["name"] for t in result.tool_invocations] == ["run_shell_command"] * 3
+    record = result.artifacts["gemini.json"]
+    assert record["api"]["refusal"] == "the run's budget of 3 API calls is used up"
+
+
+@pytest.mark.slow
+def test_a_round_that_outruns_its_time_is_killed_and_errors_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_cli("gemini")
+    env = task_folder(tmp_path, "env-slow")
+    harness = GeminiHarness(unsafe=bool(sandbox.sandbox_problem()), round_seconds=4)
+    with FakeGemini([reply("late")], delay=30) as fake:
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake.url)
+        monkeypatch.setenv("GEMINI_API_KEY", REAL_KEY)
+        started = time.monotonic()
+        with pytest.raises(GeminiError, match="round 1: the CLI was stopped: it ran longer"):
+            harness.run(dispatch_for(env, "What is 2+2?"))
+        elapsed = time.monotonic() - started
+
+    assert 4 <= elapsed < 12
+    assert not env.with_name("env-slow.home").exists()
 
 
 # --- the wire, the proxy, the stream ------------------------------------------------------
