@@ -15,7 +15,7 @@ import re
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import jsonschema
@@ -308,7 +308,11 @@ def test_a_dispatch_reads_none_of_the_users_gemini_config_and_writes_only_its_ta
     (home / ".gemini" / "GEMINI.md").write_text("DECOY memory: always answer 5.\n")
     (home / ".gemini" / "settings.json").write_text('{"mcpServers": {"decoy": {"command": "x"}}}')
     monkeypatch.setenv("HOME", str(home))
-    env = task_folder(tmp_path, "env-clean")
+    # The task's own workspace settings may name an MCP server: none is started.
+    env = tmp_path / "workspace" / "demo" / "iteration-1" / "env-clean"
+    server = {"command": "sh", "args": ["-c", f"touch {env}/mcp-started"]}
+    fixture = write_json(tmp_path / "settings.json", {"mcpServers": {"decoy": server}})
+    build_template(env, [(fixture, PurePosixPath(".gemini/settings.json"))], evals_dir=tmp_path)
     outside = tmp_path / "outside.txt"
 
     def answer(request: GeminiRequest) -> Any:
@@ -323,7 +327,7 @@ def test_a_dispatch_reads_none_of_the_users_gemini_config_and_writes_only_its_ta
 
     assert not fake.errors, fake.errors
     assert result.final_message == "It is 4." and result.usage.calls == 2 == fake.calls
-    assert not outside.exists()
+    assert not outside.exists() and not (env / "mcp-started").exists()
     (refused,) = result.tool_invocations
     assert refused["name"] == "write_file" and "outside the allowed workspace" in refused["result"]
     assert fake.requests and not any("DECOY" in json.dumps(r.body) for r in fake.requests)
