@@ -25,7 +25,7 @@ from django.core.management import call_command
 from grading import sandbox
 from grading.evaluating import agent_clis, registry
 from grading.evaluating.apiproxy import ApiProxy
-from grading.evaluating.gemini import GEMINI, GeminiError, GeminiHarness
+from grading.evaluating.gemini import GEMINI, GeminiError, GeminiHarness, session_mend
 from grading.evaluating.gemini.stream import transcribe
 from grading.evaluating.gemini.wire import forwarded_target, usage_of
 from grading.evaluating.harness import AgentResult, AgentSettings, Dispatch
@@ -356,24 +356,44 @@ def test_an_api_error_the_cli_cannot_get_past_errors_the_run_in_one_line(
 
 
 @pytest.mark.slow
-def test_a_follow_up_after_a_round_with_tool_calls_is_refused_by_the_api_a_known_limit(
+def test_a_follow_up_after_a_round_with_tool_calls_resumes_with_each_response_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Gemini CLI 0.61 resumes a session with each function response twice (from the call's
-    record and from the response's), which the Gemini API refuses: such a follow-up errors
-    the run, saying so, rather than be graded on a conversation that did not happen."""
+    """Gemini CLI 0.61 records each function response twice and resumes with both, which
+    the Gemini API (and the fake) refuses; the harness mends the session first."""
     require_cli("gemini")
     env = task_folder(tmp_path, "env-resumed")
-    script = [reply(function_call("list_directory", {"dir_path": "."})), reply("Shall I?")]
+    (env / "seen.txt").write_text("seen\n")
+    read = function_call("read_file", {"file_path": "seen.txt"})
+    listed = function_call("list_directory", {"dir_path": "."})
+    script = [
+        reply(read, listed),  # two calls in one turn, then one
+        reply(function_call("read_file", {"file_path": "seen.txt"})),
+        reply("Shall I?"),
+        reply(function_call("list_directory", {"dir_path": "."})),
+        reply("Done."),
+        reply("Again done."),
+    ]
     with FakeGemini(script) as fake:
         monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake.url)
         monkeypatch.setenv("GEMINI_API_KEY", REAL_KEY)
         harness = GeminiHarness(unsafe=bool(sandbox.sandbox_problem()))
-        turns = [{"prompt": "Yes.", "deliver_when": "always"}]
-        with pytest.raises(GeminiError, match="round 2: .*number of function response parts"):
-            harness.run(dispatch_for(env, "Look around.", turns=turns))
+        turns = [{"prompt": "Yes.", "deliver_when": "always"}] * 2
+        result = harness.run(dispatch_for(env, "Look around.", turns=turns))
 
-    assert fake.calls == 3 and len(fake.errors) == 1  # the resumed call, as the API would
+    assert not fake.errors, fake.errors  # every resumed history answered each call once
+    assert result.status == "completed" and result.delivered_followups == 2
+    assert result.final_message == "Again done." and fake.calls == 6
+    last = fake.generate_requests[-1]
+    responses = [
+        p["functionResponse"]["name"]
+        for c in last.contents
+        for p in c["parts"]
+        if "functionResponse" in p
+    ]
+    assert responses == ["read_file", "list_directory", "read_file", "list_directory"]
+    record = result.artifacts["gemini.json"]
+    assert [r["status"] for r in record["rounds"]] == ["success"] * 3
 
 
 @pytest.mark.slow
@@ -611,3 +631,37 @@ def test_runevals_says_why_gemini_cannot_run_here(
     assert registry.problem("gemini") == (
         "--harness gemini needs GEMINI_API_KEY (the Gemini API key) to be set"
     )
+
+
+def test_mending_a_session_drops_only_responses_a_model_message_already_carries() -> None:
+    def response(call_id: str) -> dict[str, Any]:
+        return {"functionResponse": {"id": call_id, "name": "read_file", "response": {}}}
+
+    model = {
+        "id": "m1",
+        "type": "gemini",
+        "content": "",
+        "toolCalls": [{"id": "c1", "result": "x"}],
+    }
+    repeat = {"id": "u2", "type": "user", "content": [response("c1")]}
+    unanswered = {"id": "u3", "type": "user", "content": [response("c9")]}
+    said = {"id": "u4", "type": "user", "content": [{"text": "Yes."}]}
+    records = [
+        {"sessionId": "s"},
+        {"id": "u1", "type": "user", "content": [{"text": "Go"}]},
+        model,
+        repeat,
+        unanswered,
+        {"$set": {"messages": [model, repeat, said]}},
+        repeat,
+        said,
+    ]
+    text = "".join(json.dumps(r) + "\n" for r in records) + "not json\n"
+
+    mended = session_mend.mend(text).splitlines()
+
+    assert mended[:3] == text.splitlines()[:3]  # kept byte for byte
+    assert [json.loads(line).get("id") for line in mended[3:5]] == ["u3", None]
+    assert json.loads(mended[4])["$set"]["messages"] == [model, said]
+    assert mended[5:] == [json.dumps(said), "not json"]
+    assert session_mend.mend(session_mend.mend(text)) == session_mend.mend(text)

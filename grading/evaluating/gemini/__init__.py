@@ -3,8 +3,9 @@
 Installed by `python manage.py installharnesses gemini` (agent_clis.py). Run once per round,
 `gemini --output-format stream-json --approval-mode auto_edit --skip-trust --prompt=…`: the
 opening prompt starts a session, every follow-up (a scripted turn or the `llm` responder's
-reply) resumes it with `--resume <session id>` from the first round's init event. The
-follow-up rules are the shared `Conversation`'s.
+reply) resumes it with `--resume <session id>` from the first round's init event, once the
+recorded session is mended (session_mend.py: the CLI would resume with every function
+response twice). The follow-up rules are the shared `Conversation`'s.
 
 Isolation, per run:
 - the skill is staged as a workspace skill (`.gemini/skills/<name>/`, where the CLI looks

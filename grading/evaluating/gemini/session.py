@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from collections import deque
@@ -46,6 +47,7 @@ DEFAULT_UPSTREAM = "https://generativelanguage.googleapis.com"
 _USAGE = ("calls", "input", "output", "cache_creation", "cache_read")
 #: A session id as the CLI prints it (a UUID); anything else is not passed to --resume.
 _SESSION_ID = re.compile(r"[0-9A-Za-z-]{8,64}")
+_MEND = Path(__file__).with_name("session_mend.py")
 
 
 def api_key() -> str:
@@ -178,8 +180,10 @@ class _Session(Conversation):
 
     def _play_round(self, round_: int) -> list[dict[str, Any]]:
         """Run the CLI for one round, sandboxed; its stream-json events."""
-        if round_ > 1 and self.session_id is None:
-            raise GeminiError(f"round {round_}: the CLI named no session to resume")
+        if round_ > 1:
+            if self.session_id is None:
+                raise GeminiError(f"round {round_}: the CLI named no session to resume")
+            self._mend_session(round_)
         seconds = self.harness.round_seconds
         limits = sandbox.Limits(wall_seconds=seconds, cpu_seconds=2 * int(seconds) + 10)
         argv = cli_arguments(
@@ -229,6 +233,26 @@ class _Session(Conversation):
             detail = " ".join(" ".join(errors).split())[:300] or f"exit {process.returncode}"
             raise GeminiError(f"round {round_}: the CLI ended without a result: {detail}")
         return events
+
+    def _mend_session(self, round_: int) -> None:
+        """Leave the repeated function responses out of the recorded session before it is
+        resumed (session_mend.py says why), in the sandbox: the session is the agent's."""
+        script = self.socket / _MEND.name
+        shutil.copyfile(_MEND, script)
+        outcome = sandbox.run(
+            [sys.executable, "-I", str(script), str(self.home / ".gemini" / "tmp")],
+            folder=self.dispatch.env,
+            env=sandbox.allowed_environment(home=self.home),
+            limits=sandbox.Limits(wall_seconds=60, cpu_seconds=60),
+            binds=[(self.home, self.home)],
+            ro_binds=[(self.socket, self.socket)],
+            unsafe=not self.harness.sandboxed,
+        )
+        if outcome.returncode != 0:
+            said = " ".join(outcome.stderr.split())[-300:] or sandbox.describe(
+                outcome.limit or "", sandbox.Limits(wall_seconds=60, cpu_seconds=60)
+            )
+            raise GeminiError(f"round {round_}: could not prepare the session: {said}")
 
     def sync_usage(self) -> None:
         """Bring the run's usage up to what the proxy counted (the CLI's every call)."""
