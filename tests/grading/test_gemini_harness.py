@@ -26,6 +26,7 @@ from grading import sandbox
 from grading.evaluating import agent_clis, registry
 from grading.evaluating.apiproxy import ApiProxy
 from grading.evaluating.gemini import GEMINI, GeminiError, GeminiHarness, session_mend
+from grading.evaluating.gemini.shadow import skill_shadow as gemini_shadow
 from grading.evaluating.gemini.stream import transcribe
 from grading.evaluating.gemini.wire import forwarded_target, usage_of
 from grading.evaluating.harness import AgentResult, AgentSettings, Dispatch
@@ -255,6 +256,8 @@ def test_runevals_plays_each_eval_with_gemini_cli_and_grades_it(
     timing = load(folder / "eval-write-notes" / "with_skill" / "timing.json")
     assert timing["total_tokens"] > 0 and timing["duration_ms"] > 0
     assert not list(folder.glob("env-*"))  # task folders and the CLI's homes are removed
+    shadows = [load(p) for p in folder.rglob("skill-shadow.json")]
+    assert len(shadows) == 6 and not any(s["other_copies"] for s in shadows)
 
     # The follow-up resumed the CLI's session: its request carries the first round.
     asked = load(folder / "eval-asks" / "with_skill" / "conversation.json")
@@ -336,6 +339,7 @@ def test_a_dispatch_reads_none_of_the_users_gemini_config_and_writes_only_its_ta
     assert record["sandboxed"] is not unsafe and record["cli_version"] == "0.61.0"
     assert record["api"]["calls"] == 2 and record["api"]["refusal"] is None
     assert [r["status"] for r in record["rounds"]] == ["success"]
+    assert result.artifacts["skill-shadow.json"]["other_copies"] == []
     assert not env.with_name("env-clean.home").exists()
 
 
@@ -665,3 +669,31 @@ def test_mending_a_session_drops_only_responses_a_model_message_already_carries(
     assert json.loads(mended[4])["$set"]["messages"] == [model, said]
     assert mended[5:] == [json.dumps(said), "not json"]
     assert session_mend.mend(session_mend.mend(text)) == session_mend.mend(text)
+
+
+def test_a_copy_of_the_skill_in_the_task_folder_is_a_shadow_whatever_its_folder(
+    tmp_path: Path,
+) -> None:
+    env = task_folder(tmp_path, "env-shadowed")
+    copy = "---\nname: demo\ndescription: A copy.\n---\nCopy.\n"
+    for path, text in (
+        (".agents/skills/renamed/SKILL.md", copy),
+        (".gemini/skills/demo/SKILL.md", copy),  # what staging put there
+        (".gemini/skills/other/SKILL.md", copy.replace("demo", "other")),
+        (".agents/skills/broken/SKILL.md", "no front matter"),
+    ):
+        (env / path).parent.mkdir(parents=True, exist_ok=True)
+        (env / path).write_text(text)
+    (env / ".agents" / "skills" / "linked").symlink_to(env / ".gemini" / "skills" / "demo")
+
+    staged = env / ".gemini" / "skills" / "demo"
+    shadow = gemini_shadow(env, name="demo", staged=staged)
+    unstaged = gemini_shadow(env, name="demo", staged=None)
+
+    assert shadow["other_copies"] == [".agents/skills/renamed"]
+    assert unstaged["other_copies"] == [".agents/skills/renamed", ".gemini/skills/demo"]
+    for cell, data in (("e1/with_skill", shadow), ("e1/without_skill", unstaged)):
+        write_json(tmp_path / "iteration-1" / f"eval-{cell}" / "skill-shadow.json", data)
+    harness = object.__new__(GeminiHarness)  # finish_iteration needs no CLI
+    (warning,) = harness.finish_iteration(tmp_path / "iteration-1")
+    assert warning.startswith("skill-shadow: another copy of 'demo'")

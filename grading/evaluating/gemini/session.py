@@ -22,6 +22,7 @@ from runs.untrusted_git import GitError
 
 from .. import agent_clis
 from ..apiproxy import ApiProxy, Lease
+from ..claude_code.findings import skill_shadow_warnings, subject_name
 from ..claude_code.staging import stage_skill
 from ..claude_code.stream import StreamTooLarge, drain, read_events
 from ..conversation import Conversation
@@ -38,6 +39,7 @@ from .cli import (
     environment,
     write_home,
 )
+from .shadow import skill_shadow
 from .stream import round_summary, transcribe
 from .wire import GEMINI
 
@@ -104,6 +106,8 @@ class GeminiHarness:
                 staged = stage_skill(dispatch, skills_dir=SKILLS_DIR)
             except (OSError, GitError, hostfiles.UntrustedPath) as exc:
                 raise GeminiError(f"could not stage the skill: {exc}") from None
+            name = dispatch.skill.name if dispatch.skill else subject_name(dispatch)
+            shadow = skill_shadow(dispatch.env, name=name, staged=staged)
             proxy = ApiProxy(
                 api_key=api_key(),
                 upstream=base_url(),
@@ -120,12 +124,14 @@ class GeminiHarness:
                 finally:
                     session.sync_usage()
                     dispatch.result.artifacts.update(session.artifacts(staged))
+                    dispatch.result.artifacts["skill-shadow.json"] = shadow
         finally:
             shutil.rmtree(home, ignore_errors=True)
             shutil.rmtree(socket_dir, ignore_errors=True)
 
     def finish_iteration(self, folder: Path) -> list[str]:
-        return []
+        """The skill-shadow warning of the iteration, from its runs' skill-shadow.json."""
+        return skill_shadow_warnings(folder)
 
 
 class _Session(Conversation):
