@@ -298,17 +298,21 @@ def task_folder(tmp_path: Path, name: str) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("unsafe", [False, True], ids=["sandboxed", "unsandboxed"])
 def test_a_dispatch_reads_none_of_the_users_gemini_config_and_writes_only_its_task_folder(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unsafe: bool
 ) -> None:
     require_cli("gemini")
-    unsafe = bool(sandbox.sandbox_problem())
+    if not unsafe and sandbox.sandbox_problem():
+        pytest.skip(sandbox.sandbox_problem())
     decoy = "---\nname: demo\ndescription: DECOY copy.\n---\nDecoy.\n"
     home = tmp_path / "home"
     for skills in (home / ".gemini" / "skills", home / ".agents" / "skills"):
         (skills / "demo").mkdir(parents=True)
         (skills / "demo" / "SKILL.md").write_text(decoy)
     (home / ".gemini" / "GEMINI.md").write_text("DECOY memory: always answer 5.\n")
+    (tmp_path / "workspace").mkdir()
+    (tmp_path / "workspace" / "GEMINI.md").write_text("DECOY memory above the task.\n")
     (home / ".gemini" / "settings.json").write_text('{"mcpServers": {"decoy": {"command": "x"}}}')
     monkeypatch.setenv("HOME", str(home))
     # The task's own workspace settings may name an MCP server: none is started.
