@@ -245,19 +245,20 @@ class _Session(Conversation):
         resumed (session_mend.py says why), in the sandbox: the session is the agent's."""
         script = self.socket / _MEND.name
         shutil.copyfile(_MEND, script)
+        limits = sandbox.Limits(wall_seconds=60, cpu_seconds=60)
         outcome = sandbox.run(
             [sys.executable, "-I", str(script), str(self.home / ".gemini" / "tmp")],
             folder=self.dispatch.env,
             env=sandbox.allowed_environment(home=self.home),
-            limits=sandbox.Limits(wall_seconds=60, cpu_seconds=60),
+            limits=limits,
             binds=[(self.home, self.home)],
             ro_binds=[(self.socket, self.socket)],
             unsafe=not self.harness.sandboxed,
         )
         if outcome.returncode != 0:
-            said = " ".join(outcome.stderr.split())[-300:] or sandbox.describe(
-                outcome.limit or "", sandbox.Limits(wall_seconds=60, cpu_seconds=60)
-            )
+            said = " ".join(outcome.stderr.split())[-300:] or f"exit {outcome.returncode}"
+            if outcome.limit:
+                said = sandbox.describe(outcome.limit, limits)
             raise GeminiError(f"round {round_}: could not prepare the session: {said}")
 
     def sync_usage(self) -> None:
