@@ -14,16 +14,19 @@ from email.message import Message
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import jsonschema
 import pytest
 from django.core.management import call_command
 
 from grading import sandbox
 from grading.evaluating import agent_clis, registry
-from grading.evaluating.cline import cli_version
+from grading.evaluating.cline import ClineHarness, cli_version
 from grading.evaluating.cline.stream import transcribe
 from grading.evaluating.cline.wire import CHAT, ChatUsageMeter
 from grading.evaluating.harness import AgentResult
+from grading.evaluating.plan import make_plan
+from grading.evaluating.runner import Runner, Settings
 from runs.models import Iteration, Run
 from tests.factories import write_json
 from tests.fake_chat import ChatRequest, FakeChat, reply, tool_call
@@ -59,7 +62,13 @@ EVALS: list[dict[str, Any]] = [
             {"id": "notes-exist", "type": "command_check", "command": "test -f notes.md"},
             {"id": "small", "type": "diff_scope", "max_files_touched": 1},
         ],
-    }
+    },
+    {
+        "id": "asks",
+        "prompt": "Plan the change.",
+        "expected_output": "A plan, after asking.",
+        "turns": [{"prompt": "Yes, go ahead.", "deliver_when": "agent_asks"}],
+    },
 ]
 
 
@@ -76,7 +85,9 @@ def workspace(tmp_path: Path, settings) -> Path:
 
 def agent(request: ChatRequest) -> Any:
     """The with-skill arm loads the skill, writes notes.md and runs commands; the other
-    answers in words."""
+    answers in words; asked to plan, the agent asks before it goes ahead."""
+    if "Plan the change." in request.first_user_text:
+        return reply("Shall I go ahead?")
     if LISTED not in json.dumps(request.body.get("tools")):
         return reply("I would summarise the README.")
     steps = [
@@ -148,7 +159,7 @@ def test_runevals_plays_each_arm_with_the_real_cline_cli_and_grades_it(
     )
 
     folder = workspace / "demo" / "iteration-1"
-    assert "2 runs (0 errored)" in out.getvalue()
+    assert "4 runs (2 errored)" in out.getvalue()
     for path in folder.rglob("*.json"):
         if path.name in SCHEMA_FOR:
             schema = load(SCHEMAS / SCHEMA_FOR[path.name])
@@ -158,6 +169,11 @@ def test_runevals_plays_each_arm_with_the_real_cline_cli_and_grades_it(
     assert conditions["runevals"]["harness_version"] == cli_version(cli.resolve()) == "3.0.65"
     assert Iteration.objects.get(skill__name="demo").harness == "cline"
     assert Run.objects.filter(status="completed").count() == 2
+    # The CLI cannot take a follow-up: a run whose follow-up is due errors, saying why.
+    for arm in ("with_skill", "without_skill"):
+        error = load(folder / "eval-asks" / arm / "error.json")
+        assert error["type"] == "ClineError"
+        assert "cannot resume a session headless" in error["error"], error
 
     def grading(arm: str) -> dict[str, Any]:
         return load(folder / "eval-write-notes" / arm / "grading.json")
@@ -193,7 +209,9 @@ def test_runevals_plays_each_arm_with_the_real_cline_cli_and_grades_it(
     arms = ("with_skill", "without_skill")
     counted = [load(folder / "eval-write-notes" / arm / "cline.json") for arm in arms]
     assert [c["api"]["calls"] for c in counted] == [4, 1]
-    assert sum(c["api"]["calls"] for c in counted) == len(api.chat_requests) == api.calls
+    asked = [load(folder / "eval-asks" / arm / "cline.json")["api"]["calls"] for arm in arms]
+    assert asked == [1, 1]
+    assert sum(c["api"]["calls"] for c in counted) + 2 == len(api.chat_requests) == api.calls
     assert all(
         c["api"]["refused"] == 0 and c["rounds"][0]["finish_reason"] == "completed" for c in counted
     )
@@ -204,6 +222,37 @@ def test_runevals_plays_each_arm_with_the_real_cline_cli_and_grades_it(
         # The network is the sandbox's own loopback: the fake itself is out of reach.
         assert "REACHED" not in shown and "Connection refused" in shown
     assert not list(folder.glob("env-*"))  # task folders and the CLI's homes are removed
+
+
+@pytest.mark.django_db
+def test_the_proxy_stops_a_run_at_its_call_budget_and_the_run_is_still_graded(
+    cli: Path, tmp_path: Path, workspace: Path, api: FakeChat
+) -> None:
+    def endless(request: ChatRequest) -> Any:
+        return reply(tool_call("run_commands", {"commands": [f"echo {request.assistant_turns}"]}))
+
+    api.script = endless
+    plan = make_plan(
+        make_skill(tmp_path), only=["write-notes"], agent_model=MODEL, judge_model=MODEL
+    )
+    harness = ClineHarness(unsafe=bool(sandbox.sandbox_problem()))
+    settings = Settings(workspace=workspace, harness=harness, max_calls=2, concurrency=2)
+
+    result = Runner(plan, anthropic.Anthropic(), settings).run()
+
+    assert [o.errored for o in result.outcomes] == [None, None]
+    assert [o.calls for o in result.outcomes] == [2, 2]
+    assert len(api.chat_requests) == 4  # the refused third calls never reached the API
+    conversation = load(result.folder / "eval-write-notes" / "with_skill" / "conversation.json")
+    assert (conversation["status"], conversation["stop_reason"]) == (
+        "stopped",
+        "max_turns_reached",
+    )
+    assert [e["name"] for e in conversation["events"] if e["type"] == "tool_invocation"] == [
+        "run_commands"
+    ] * 2
+    record = load(result.folder / "eval-write-notes" / "with_skill" / "cline.json")
+    assert record["api"]["refused"] >= 1 and "2 API calls" in record["api"]["refusal"]
 
 
 def test_the_harness_says_why_it_cannot_run(monkeypatch: pytest.MonkeyPatch, settings) -> None:
