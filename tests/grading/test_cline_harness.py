@@ -21,11 +21,13 @@ from django.core.management import call_command
 
 from grading import sandbox
 from grading.evaluating import agent_clis, registry
-from grading.evaluating.cline import ClineHarness, cli_version
+from grading.evaluating.claude_code.staging import stage_skill
+from grading.evaluating.cline import SKILLS_DIR, ClineHarness, cli_version
+from grading.evaluating.cline.findings import skill_shadow
 from grading.evaluating.cline.stream import transcribe
 from grading.evaluating.cline.wire import CHAT, ChatUsageMeter
-from grading.evaluating.harness import AgentResult
-from grading.evaluating.plan import make_plan
+from grading.evaluating.harness import AgentResult, AgentSettings, Dispatch
+from grading.evaluating.plan import make_plan, read_skill
 from grading.evaluating.runner import Runner, Settings
 from runs.models import Iteration, Run
 from tests.factories import write_json
@@ -424,3 +426,40 @@ def test_the_clis_lines_become_conversation_events_with_the_skill_call_as_skill(
     }
     assert read.texts == ["Done?"] and result.final_message == "Done?"
     assert read.result is not None and read.result["finishReason"] == "completed"
+
+
+# --- skill shadows -------------------------------------------------------------------------
+
+
+def test_a_copy_of_the_skill_in_another_skill_root_of_the_task_is_a_shadow(tmp_path: Path) -> None:
+    skill_dir = make_skill(tmp_path)
+    iteration = tmp_path / "workspace" / "demo" / "iteration-1"
+    shadows = {}
+    for arm, skill in (("with_skill", read_skill(skill_dir / "SKILL.md")), ("without_skill", None)):
+        env = iteration / f"env-write-notes-{arm}"
+        (env / ".clinerules" / "skills" / "demo").mkdir(parents=True)
+        (env / ".clinerules" / "skills" / "demo" / "SKILL.md").write_text("---\nname: demo\n---\n")
+        (tmp_path / f"elsewhere-{arm}").mkdir()
+        (env / ".agents").symlink_to(tmp_path / f"elsewhere-{arm}")
+        dispatch = Dispatch(
+            case={"prompt": "Hi."},
+            env=env,
+            skill=skill,
+            skill_dir=skill_dir if skill else None,
+            agent=AgentSettings(model=MODEL),
+            client=None,  # type: ignore[arg-type]
+            result=AgentResult(),
+            skill_name="demo",
+        )
+        staged = stage_skill(dispatch, skills_dir=SKILLS_DIR)
+        shadows[arm] = skill_shadow(dispatch, staged=staged)
+        write_json(iteration / "eval-write-notes" / arm / "skill-shadow.json", shadows[arm])
+
+    assert shadows["with_skill"]["other_copies"] == [
+        ".clinerules/skills/demo (a directory)",
+        ".agents/skills/demo (behind a symbolic link)",
+    ]
+    assert shadows["with_skill"]["staged"].endswith("env-write-notes-with_skill/.cline/skills/demo")
+    assert shadows["without_skill"]["other_copies"] == shadows["with_skill"]["other_copies"]
+    (warning,) = ClineHarness(cli=require_cli("cline")).finish_iteration(iteration)
+    assert "was discoverable in every condition" in warning and ".clinerules" in warning

@@ -18,6 +18,7 @@ from runs.untrusted_git import GitError
 
 from .. import agent_clis
 from ..apiproxy import ApiProxy, Lease
+from ..claude_code.findings import skill_shadow_warnings
 from ..claude_code.staging import stage_skill
 from ..claude_code.stream import StreamTooLarge, drain, read_events
 from ..conversation import Conversation
@@ -34,6 +35,7 @@ from .cli import (
     config_dir,
     write_config,
 )
+from .findings import skill_shadow
 from .stream import round_summary, transcribe
 
 #: Where Cline 3.0 discovers a workspace's skills (also .clinerules/skills and .agents/skills).
@@ -96,6 +98,7 @@ class ClineHarness:
                 staged = stage_skill(dispatch, skills_dir=SKILLS_DIR)
             except (OSError, GitError, hostfiles.UntrustedPath) as exc:
                 raise ClineError(f"could not stage the skill: {exc}") from None
+            dispatch.result.artifacts["skill-shadow.json"] = skill_shadow(dispatch, staged=staged)
             proxy = ApiProxy(
                 api_key=wire.api_key(),
                 upstream=wire.base_url(),
@@ -117,9 +120,9 @@ class ClineHarness:
             shutil.rmtree(socket_dir, ignore_errors=True)
 
     def finish_iteration(self, folder: Path) -> list[str]:
-        """No findings files of its own: the CLI reports no permission denials (every tool is
-        approved) and its skill roots outside the task folder are fresh per run."""
-        return []
+        """The skill-shadow warning of the whole iteration (findings.py). No permission
+        denials file: every tool call is approved."""
+        return skill_shadow_warnings(folder)
 
 
 class _Session(Conversation):
