@@ -24,7 +24,7 @@ from grading.evaluating import agent_clis, registry
 from grading.evaluating.claude_code.staging import stage_skill
 from grading.evaluating.cline import SKILLS_DIR, ClineHarness, cli_version
 from grading.evaluating.cline.findings import skill_shadow
-from grading.evaluating.cline.stream import transcribe
+from grading.evaluating.cline.stream import partial_text, transcribe
 from grading.evaluating.cline.wire import CHAT, ChatUsageMeter
 from grading.evaluating.harness import AgentResult, AgentSettings, Dispatch
 from grading.evaluating.plan import make_plan, read_skill
@@ -67,7 +67,7 @@ EVALS: list[dict[str, Any]] = [
     },
     {
         "id": "asks",
-        "prompt": "Plan the change.",
+        "prompt": "Plan.",  # one word: the CLI refuses one as a mistyped command
         "expected_output": "A plan, after asking.",
         "turns": [{"prompt": "Yes, go ahead.", "deliver_when": "agent_asks"}],
     },
@@ -88,7 +88,7 @@ def workspace(tmp_path: Path, settings) -> Path:
 def agent(request: ChatRequest) -> Any:
     """The with-skill arm loads the skill, writes notes.md and runs commands; the other
     answers in words; asked to plan, the agent asks before it goes ahead."""
-    if "Plan the change." in request.first_user_text:
+    if request.first_user_text == "Plan.":
         return reply("Shall I go ahead?")
     if LISTED not in json.dumps(request.body.get("tools")):
         return reply("I would summarise the README.")
@@ -425,6 +425,7 @@ def test_the_clis_lines_become_conversation_events_with_the_skill_call_as_skill(
         "result": "<command-name>demo</command-name>",
     }
     assert read.texts == ["Done?"] and result.final_message == "Done?"
+    assert [partial_text(line) for line in lines[6:9]] == [False, True, False]
     assert read.result is not None and read.result["finishReason"] == "completed"
 
 

@@ -89,8 +89,12 @@ def cli_arguments(binary: Path, *, prompt: str, env: Path) -> list[str]:
     """One task's command line: JSON lines out, act mode, tools approved, in the task folder.
 
     No `-P`/`-m`: given on the command line they rewrite providers.json without its base URL
-    and key. The prompt follows `--`, so it is never read as an option.
+    and key. The prompt follows `--`, so it is never read as an option; the CLI takes an
+    argument without whitespace for a mistyped command, so a one-word prompt gets a newline
+    (which it trims from the message it sends).
     """
+    if not any(character.isspace() for character in prompt):
+        prompt += "\n"
     return [
         str(binary),
         "--json",

@@ -36,7 +36,7 @@ from .cli import (
     write_config,
 )
 from .findings import skill_shadow
-from .stream import round_summary, transcribe
+from .stream import partial_text, round_summary, transcribe
 
 #: Where Cline 3.0 discovers a workspace's skills (also .clinerules/skills and .agents/skills).
 SKILLS_DIR = ".cline/skills"
@@ -202,7 +202,9 @@ class _Session(Conversation):
         reader = threading.Thread(target=drain, args=(process.stderr, errors), daemon=True)
         reader.start()
         try:
-            lines = list(read_events(process.stdout))
+            # A streamed piece of text repeats all the text before it: only whole blocks
+            # (content_end) are kept.
+            lines = [line for line in read_events(process.stdout) if not partial_text(line)]
             process.wait()
         except StreamTooLarge as exc:
             raise ClineError(f"round {round_}: {exc}; stopped") from None

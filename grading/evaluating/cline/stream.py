@@ -44,6 +44,17 @@ class RoundTranscript:
     error: str = ""
 
 
+def partial_text(line: dict[str, Any]) -> bool:
+    """Whether a line is a streamed piece of text or reasoning (its block ends whole)."""
+    item = line.get("event")
+    return (
+        line.get("type") == "agent_event"
+        and isinstance(item, dict)
+        and item.get("type") in ("content_start", "content_update")
+        and item.get("contentType") in ("text", "reasoning")
+    )
+
+
 def tool_record(name: str, args: Any) -> tuple[str, Any]:
     """(the recorded name, the recorded args) of a call of the CLI's tool `name`."""
     if name == CLINE_SKILL_TOOL and isinstance(args, dict):
