@@ -211,6 +211,8 @@ def test_runevals_plays_each_arm_with_the_real_cline_cli_and_grades_it(
     arms = ("with_skill", "without_skill")
     counted = [load(folder / "eval-write-notes" / arm / "cline.json") for arm in arms]
     assert [c["api"]["calls"] for c in counted] == [4, 1]
+    # No other request reached the proxy (a model listing, a token count): one route is all.
+    assert [c["api"]["requests"] for c in counted] == [4, 1]
     asked = [load(folder / "eval-asks" / arm / "cline.json")["api"]["calls"] for arm in arms]
     assert asked == [1, 1]
     assert sum(c["api"]["calls"] for c in counted) + 2 == len(api.chat_requests) == api.calls
@@ -391,6 +393,16 @@ def test_the_clis_lines_become_conversation_events_with_the_skill_call_as_skill(
             toolCallId="c3",
             error="Editor operation failed: no",
         ),
+        {"type": "hook_event", "hookEventName": "agent_start", "parentAgentId": "agent_1"},
+        agent_event(
+            type="content_start",
+            contentType="tool",
+            toolName="read_files",
+            toolCallId="s1",
+            input={"files": [{"path": "a"}]},
+        ),
+        agent_event(type="content_end", contentType="text", text="sub done"),
+        {"type": "hook_event", "hookEventName": "agent_end", "parentAgentId": "agent_1"},
         agent_event(type="content_start", contentType="text", text="Do", accumulated="Do"),
         agent_event(type="content_end", contentType="text", text="Done?"),
         agent_event(type="content_end", contentType="text", text="  "),
@@ -409,8 +421,10 @@ def test_the_clis_lines_become_conversation_events_with_the_skill_call_as_skill(
         ("tool_invocation", "Skill"),
         ("tool_invocation", "run_commands"),
         ("tool_invocation", "editor"),
+        ("tool_invocation", "read_files"),
         ("assistant_message", None),
     ]
+    assert read.subagent_calls == [3]  # the subagent's call is recorded, its text is not
     assert events[0]["args"] == {"skill": "demo"}
     assert events[1]["args"] == {"command": "ls\ncat a"}
     assert (
@@ -425,7 +439,7 @@ def test_the_clis_lines_become_conversation_events_with_the_skill_call_as_skill(
         "result": "<command-name>demo</command-name>",
     }
     assert read.texts == ["Done?"] and result.final_message == "Done?"
-    assert [partial_text(line) for line in lines[6:9]] == [False, True, False]
+    assert [partial_text(line) for line in lines[10:13]] == [False, True, False]
     assert read.result is not None and read.result["finishReason"] == "completed"
 
 

@@ -9,6 +9,8 @@ of Cline 2; the binary prints these):
   command's output as it runs), `content_end` (a tool's `output` or `error` by
   `toolCallId`; a text block, whole), `error`, and `done`;
 - `hook_event` lines (agent_start, tool_call, tool_result, agent_end…), lifecycle only;
+  a subagent's (`spawn_agent`) events come inline, between its own `agent_start` and
+  `agent_end` hook lines, which name a `parentAgentId`;
 - a closing `run_result` (`finishReason` completed/error/aborted…, `text`, `usage`,
   `durationMs`), and on a failure an `error` line with its `message`.
 
@@ -17,6 +19,9 @@ Tools keep the CLI's names (`editor`, `read_files`, `run_commands`, `search_code
 Cline run as they read any other: `run_commands`' list of `commands` is one `command` string
 (newline-joined), and the `skills` tool — Cline's own skill tool, `{"skill": name}` — is
 recorded as the `Skill` call `__skill_invoked` and trigger runs look for (skillcalls.py).
+As for Claude Code, a subagent's tool calls are the run's work and recorded (their ordinals
+listed in the round's summary), its text is not the conversation's (its answer is its
+spawn_agent call's result).
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ class RoundTranscript:
     result: dict[str, Any] | None = None
     #: What the CLI said went wrong (an `error` line or agent event), "" when nothing did.
     error: str = ""
+    #: Ordinals of the tool calls a subagent made.
+    subagent_calls: list[int] = field(default_factory=list)
 
 
 def partial_text(line: dict[str, Any]) -> bool:
@@ -97,8 +104,16 @@ def transcribe(
     """Record the round's messages and tool calls through `event` (Conversation._event)."""
     read = RoundTranscript()
     calls: dict[str, list[dict[str, Any]]] = {}
+    subagents = 0  # running now: their events are inline
     for line in lines:
         kind = line.get("type")
+        if kind == "hook_event" and line.get("parentAgentId"):
+            hook = line.get("hookEventName")
+            if hook == "agent_start":
+                subagents += 1
+            elif hook in ("agent_end", "agent_error") and subagents:
+                subagents -= 1
+            continue
         if kind == "run_result":
             read.result = line
             continue
@@ -109,7 +124,7 @@ def transcribe(
         if kind != "agent_event" or not isinstance(item, dict):
             continue
         step, content = item.get("type"), item.get("contentType")
-        if step == "error":
+        if step == "error" and not subagents:
             read.error = read.error or _message(item.get("error"))
         elif step == "content_start" and content == "tool":
             name, args = tool_record(str(item.get("toolName", "")), item.get("input"))
@@ -117,12 +132,14 @@ def transcribe(
             entry = {k: recorded[k] for k in ("name", "args", "ordinal", "result")}
             result.tool_invocations.append(entry)
             calls[str(item.get("toolCallId"))] = [recorded, entry]
+            if subagents:
+                read.subagent_calls.append(recorded["ordinal"])
         elif step == "content_end" and content == "tool":
             said = item.get("error") if item.get("error") is not None else item.get("output")
             output = cap(output_text(said), RECORDED_RESULT_CHARS)
             for recorded in calls.get(str(item.get("toolCallId")), []):
                 recorded["result"] = output
-        elif step == "content_end" and content == "text":
+        elif step == "content_end" and content == "text" and not subagents:
             text = item.get("text")
             if isinstance(text, str) and text.strip():
                 read.texts.append(text)
@@ -144,4 +161,5 @@ def round_summary(round_: int, read: RoundTranscript) -> dict[str, Any]:
             v for name in USAGE_FIELDS if isinstance(v := usage.get(name), int)
         ),
         "error": read.error[:300] or None,
+        "subagent_tool_ordinals": read.subagent_calls,
     }
