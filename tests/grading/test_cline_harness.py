@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from email.message import Message
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from django.core.management import call_command
 from grading import sandbox
 from grading.evaluating import agent_clis, registry
 from grading.evaluating.claude_code.staging import stage_skill
-from grading.evaluating.cline import SKILLS_DIR, ClineHarness, cli_version
+from grading.evaluating.cline import SKILLS_DIR, ClineError, ClineHarness, cli_version
 from grading.evaluating.cline.findings import skill_shadow
 from grading.evaluating.cline.stream import partial_text, transcribe
 from grading.evaluating.cline.wire import CHAT, ChatUsageMeter
@@ -31,7 +32,7 @@ from grading.evaluating.plan import make_plan, read_skill
 from grading.evaluating.runner import Runner, Settings
 from runs.models import Iteration, Run
 from tests.factories import write_json
-from tests.fake_chat import ChatRequest, FakeChat, reply, tool_call
+from tests.fake_chat import ChatRequest, FakeChat, api_error, reply, tool_call
 from tests.grading.agent_clis import require_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -257,6 +258,54 @@ def test_the_proxy_stops_a_run_at_its_call_budget_and_the_run_is_still_graded(
     ] * 2
     record = load(result.folder / "eval-write-notes" / "with_skill" / "cline.json")
     assert record["api"]["refused"] >= 1 and "2 API calls" in record["api"]["refusal"]
+
+
+@pytest.mark.django_db
+def test_an_api_error_the_cli_cannot_get_past_errors_the_run(
+    cli: Path, tmp_path: Path, workspace: Path, api: FakeChat
+) -> None:
+    api.script = lambda request: api_error(400, "messages: the fake refuses this")
+    plan = make_plan(
+        make_skill(tmp_path), only=["write-notes"], agent_model=MODEL, judge_model=MODEL
+    )
+    harness = ClineHarness(unsafe=bool(sandbox.sandbox_problem()))
+
+    result = Runner(
+        plan, anthropic.Anthropic(), Settings(workspace=workspace, harness=harness)
+    ).run()
+
+    assert result.errored == 2
+    error = load(result.folder / "eval-write-notes" / "with_skill" / "error.json")
+    assert error["type"] == "ClineError" and "the fake refuses this" in error["error"]
+    assert Run.objects.filter(status="errored").count() == 2
+    assert len(api.chat_requests) == 2  # a 400 is final: the CLI did not retry it
+
+
+def test_a_round_that_outruns_its_time_is_killed_and_errors_the_run(
+    cli: Path, tmp_path: Path, api: FakeChat
+) -> None:
+    api.delay = 30
+    env = tmp_path / "env"
+    env.mkdir()
+    dispatch = Dispatch(
+        case={"prompt": "What is 2+2?"},
+        env=env,
+        skill=None,
+        skill_dir=None,
+        agent=AgentSettings(model=MODEL),
+        client=None,  # type: ignore[arg-type]
+        result=AgentResult(),
+        skill_name="demo",
+    )
+    harness = ClineHarness(unsafe=bool(sandbox.sandbox_problem()), round_seconds=3)
+
+    started = time.monotonic()
+    with pytest.raises(ClineError, match="the CLI was stopped") as stopped:
+        harness.run(dispatch)
+
+    assert stopped.value.timed_out and time.monotonic() - started < 20
+    assert dispatch.result.artifacts["cline.json"]["api"]["calls"] == 0
+    assert not env.with_name("env.home").exists()
 
 
 def test_the_harness_says_why_it_cannot_run(monkeypatch: pytest.MonkeyPatch, settings) -> None:
