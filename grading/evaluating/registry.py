@@ -16,10 +16,10 @@ from .harness import Harness
 #: name → "module:Class". Recorded as conditions.json's `harness`.
 HARNESSES: dict[str, str] = {
     "claude-code": "grading.evaluating.claude_code:ClaudeCodeHarness",
-    "cline": "grading.evaluating.cline:ClineHarness",
     "messages": "grading.evaluating.messages:MessagesHarness",
     "codex": "grading.evaluating.codex:CodexHarness",
     "gemini": "grading.evaluating.gemini:GeminiHarness",
+    "cline": "grading.evaluating.cline:ClineHarness",
 }
 
 
