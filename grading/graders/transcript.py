@@ -15,7 +15,15 @@ from .rustregex import RustRegexError, compile_rust_regex
 from .verdict import Verdict
 
 GRADER = "transcript_check"
-WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+#: What `must_precede: first_write` counts as a write: Claude Code's file tools (and the
+#: messages harness's), and the other harnesses' own, as their transcripts name them: Gemini
+#: CLI's `write_file` and `replace`, Codex's `file_change` items. Cline's `editor` also views
+#: files, so only its writing commands count (`EDITOR_WRITES`).
+WRITE_TOOLS = frozenset(
+    {"Write", "Edit", "MultiEdit", "NotebookEdit", "write_file", "replace", "file_change"}
+)
+EDITOR_TOOL = "editor"
+EDITOR_WRITES = frozenset({"create", "str_replace", "insert"})
 EVIDENCE_CHARS = 200
 
 
@@ -131,10 +139,18 @@ def transcript_check(run: Mapping[str, Any], assertion: Mapping[str, Any]) -> Ve
     return result(True, f"matched ordinal {first.ordinal}: {first.text[:EVIDENCE_CHARS]}")
 
 
+def _writes(call: Mapping[str, Any]) -> bool:
+    name = call.get("name")
+    if name == EDITOR_TOOL:
+        args = call.get("args")
+        return isinstance(args, Mapping) and args.get("command") in EDITOR_WRITES
+    return name in WRITE_TOOLS
+
+
 def _limit(run: Mapping[str, Any], must_precede: str) -> tuple[int | None, str]:
     """The ordinal a match must come strictly before (None: no limit), and its name."""
     if must_precede == "first_write":
-        writes = [c.ordinal for c in tool_calls(run) if c.name in WRITE_TOOLS]
+        writes = [int(call.get("ordinal", 0)) for call in raw_tool_calls(run) if _writes(call)]
         return (min(writes) if writes else None), "the first write"
     if must_precede == "completion_claim":
         messages = assistant_messages(run)

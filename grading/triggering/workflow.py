@@ -9,6 +9,7 @@ conversation beside it. A CampaignError carries the exit status.
 
 from __future__ import annotations
 
+import inspect
 import json
 import shutil
 import threading
@@ -24,10 +25,9 @@ from django.conf import settings
 from grading.anthropic_client import MessagesClient, anthropic_client
 from grading.campaigns.options import REGRESSION, CampaignError, CampaignOptions
 from grading.campaigns.report import sandbox_line
-from grading.evaluating import claude_code
+from grading.evaluating import registry
 from grading.evaluating.folders import LockHeld, SkillLock
 from grading.evaluating.harness import Harness
-from grading.evaluating.messages import MessagesHarness
 from grading.evaluating.plan import PlanError
 from grading.evaluating.runfolder import write_json
 from grading.evaluating.taskdir import build_template
@@ -188,14 +188,19 @@ def run_trigger_evals(
 
 
 def _harness(name: str, timeout: float) -> Harness:
-    if name != "claude-code":
-        return MessagesHarness()
-    if not claude_code.available():
+    """The harness that plays each turn; one that cannot show a skill load is refused."""
+    if (problem := registry.problem(name)) is not None:
+        raise CampaignError(problem)
+    kind = registry.harness_class(name)
+    if not getattr(kind, "observes_skill_calls", True):
         raise CampaignError(
-            "--harness claude-code needs the extra: pip install -e '.[claude-code]'"
+            f"--triggers cannot use --harness {name}: it has no skill tool, so whether a turn "
+            "loaded the skill is not observable"
         )
-    # The CLI's turn is one sandboxed process: its wall time is the turn's limit.
-    return claude_code.ClaudeCodeHarness(round_seconds=timeout)
+    if "round_seconds" in inspect.signature(kind).parameters:
+        # A CLI's turn is one sandboxed process: its wall time is the turn's limit.
+        return kind(round_seconds=timeout)
+    return kind()
 
 
 class _Campaign:
@@ -279,7 +284,9 @@ def _written(
 ) -> list[DescriptionReport]:
     """Write each description's trigger-results.json and import its folder."""
     provenance = Provenance(
-        harness=harness.name if harness.name == "claude-code" else "messages",
+        # The messages harness records itself as evalsite-runevals; trigger results name it
+        # by its --harness name, as they always have.
+        harness=harness.name if harness.name in registry.HARNESSES else "messages",
         harness_version=harness.version,
         model=model,
         threshold=threshold,

@@ -16,6 +16,7 @@ import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -554,3 +555,18 @@ def test_the_pass_threshold_is_a_choice_recorded_with_the_results(
     with pytest.raises(CommandError, match="--trigger-threshold must be above 0") as info:
         runevals(str(skill), "--trigger-threshold", "0")
     assert info.value.returncode == 2
+
+
+def test_triggers_refuse_a_harness_whose_skill_loads_cannot_be_seen() -> None:
+    from grading.campaigns.options import CampaignError
+    from grading.triggering.workflow import _harness
+
+    with (
+        pytest.raises(CampaignError, match="codex: it has no skill tool") as raised,
+        mock.patch("grading.evaluating.registry.problem", return_value=None),
+    ):
+        _harness("codex", 60)
+    assert "not observable" in str(raised.value)
+    from grading.evaluating.messages import MessagesHarness
+
+    assert isinstance(_harness("messages", 60), MessagesHarness)

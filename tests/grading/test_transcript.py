@@ -216,3 +216,29 @@ def test_results_fit_the_grading_schema() -> None:
         },
         "grading.schema.json",
     )
+
+
+@pytest.mark.parametrize(
+    ("write", "args"),
+    [
+        ("write_file", {"file_path": "a.py"}),  # Gemini CLI
+        ("replace", {"file_path": "a.py"}),
+        ("file_change", {"changes": [{"path": "a.py", "kind": "update"}]}),  # Codex
+        ("editor", {"command": "str_replace", "path": "a.py"}),  # Cline
+        ("editor", {"command": "create", "path": "a.py"}),
+    ],
+)
+def test_first_write_knows_each_harness_write_tool(write: str, args: dict) -> None:
+    run = conversation_run(
+        user("go"), tool(write, args), tool("run_shell_command", {"command": "git checkout -b x"})
+    )
+    assert transcript_check(run, check("checkout -b", must_precede="first_write")).passed is False
+
+
+def test_a_cline_editor_view_is_not_a_write() -> None:
+    run = conversation_run(
+        user("go"),
+        tool("editor", {"command": "view", "path": "a.py"}),
+        tool("run_commands", {"commands": ["git checkout -b x"]}),
+    )
+    assert transcript_check(run, check("checkout -b", must_precede="first_write")).passed is True
