@@ -61,6 +61,7 @@ def run_evals(
     resume: bool = False,
     max_cost: float | None = None,
     max_tokens: int | None = None,
+    spending: SpendingLimit | None = None,
     progress: Progress | None = None,
     tell: Callable[[str], None] = _unheard,
     warn: Callable[[str], None] = _unheard,
@@ -72,12 +73,13 @@ def run_evals(
     delivered; `progress` each finished run. Unless `options.alerts` is off, a failure, a
     regression played here and a budget stop are alerted (grading/alerts/); a queued
     iteration's regression or failure is alerted by the worker that finalises it.
+    `spending`, when given, is a limit shared with other campaigns (grading/campaigns/axes.py).
     """
     if runs < 1 or options.concurrency < 1:
         raise CampaignError("--runs and --concurrency must be at least 1")
     if wait_until_imported and not queue:
         raise CampaignError("--wait follows a queued campaign: add --queue")
-    spending = spending_limit(max_cost, max_tokens, queue=queue)
+    spending = spending or spending_limit(max_cost, max_tokens, queue=queue)
     skills = [skill_dir.name for skill_dir in skill_dirs]
     try:
         plans = plan_skills(

@@ -16,6 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from grading.campaigns.axes import Combination, combinations, run_axes
 from grading.campaigns.options import COULD_NOT_RUN, CampaignError, CampaignOptions
 from grading.campaigns.report import progress_line, run_label
 from grading.campaigns.workflow import run_evals
@@ -58,16 +59,22 @@ class Command(BaseCommand):
             help="runs per eval and condition (default 1); with --triggers, per query (default 3)",
         )
         parser.add_argument("--only", help="comma-separated eval ids to run")
-        parser.add_argument("--model", default=settings.EVALSITE_AGENT_MODEL)
+        parser.add_argument(
+            "--model",
+            default=settings.EVALSITE_AGENT_MODEL,
+            help="the agent's model; a comma-separated list runs the evals on each",
+        )
         parser.add_argument("--judge-model", default=settings.EVALSITE_JUDGE_MODEL)
         parser.add_argument("--responder-model", default=None)
         parser.add_argument("--concurrency", type=int, default=4)
         parser.add_argument(
             "--harness",
-            choices=registry.names(),
             default="claude-code" if claude_code.available() else "messages",
-            help="claude-code: the Claude Code CLI of the claude-code extra (the default where "
-            "it is installed); messages: evalsite's own agent over the Messages API",
+            help=f"one of {', '.join(registry.names())}: claude-code is the Claude Code CLI of "
+            "the claude-code extra (the default where it is installed), messages evalsite's own "
+            "agent over the Messages API. A comma-separated list (and one of --model) runs the "
+            "evals on each harness × model, an iteration each; --max-cost/--max-tokens then "
+            "hold across all of them",
         )
         parser.add_argument(
             "--resume",
@@ -163,8 +170,12 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         # With --json, stdout carries only the JSON; progress goes to stderr.
         log = self.stderr if options["json"] else self.stdout
+        try:
+            combos = combinations(options["harness"], options["model"])
+        except CampaignError as exc:
+            raise CommandError(str(exc), returncode=exc.returncode) from None
         how = CampaignOptions(
-            harness=options["harness"],
+            harness=combos[0].harness,
             concurrency=options["concurrency"],
             keep_env=options["keep_env"],
             responder_model=options["responder_model"],
@@ -172,6 +183,14 @@ class Command(BaseCommand):
             alerts=not options["no_alerts"],
         )
         given = {name for name in TRIGGERS_ONLY if options[name] not in (None, False)}
+        if len(combos) > 1:
+            if options["triggers"]:
+                raise CommandError(
+                    "--triggers takes one harness and one model", returncode=COULD_NOT_RUN
+                )
+            self._axes(how, combos, options, log)
+            return
+        options["model"] = combos[0].model
         if options["triggers"]:
             self._triggers(how, options, log)
             return
@@ -198,6 +217,48 @@ class Command(BaseCommand):
                     max_tokens=options["max_tokens"],
                     progress=functools.partial(_show, shown),
                     tell=log.write,
+                    warn=self.stderr.write,
+                )
+            self.stdout.write(result.summary(as_json=options["json"]))
+            imported = [
+                Iteration.objects.select_related("skill").get(
+                    skill__name=report["skill"], number=report["iteration"]
+                )
+                for report in result.reports
+            ]
+            write_reports(imported, options, self.stdout, returncode=COULD_NOT_RUN)
+            result.check(fail_on_regression=options["fail_on_regression"])
+        except CampaignError as exc:
+            raise CommandError(str(exc), returncode=exc.returncode) from None
+
+    def _axes(
+        self, how: CampaignOptions, combos: list[Combination], options: dict[str, Any], log: Any
+    ) -> None:
+        """Each harness × model its own campaign (grading/campaigns/axes.py)."""
+        given = {name for name in TRIGGERS_ONLY if options[name] not in (None, False)}
+        if given:
+            flags = ", ".join(f"--{name.replace('_', '-')}" for name in sorted(given))
+            raise CommandError(f"{flags}: only with --triggers", returncode=COULD_NOT_RUN)
+        check_report_arguments(options, returncode=COULD_NOT_RUN)
+        try:
+            with CommandProgress(log, lines=False) as shown:
+                result = run_axes(
+                    skill_dirs=options["skill_dirs"],
+                    options=how,
+                    combos=combos,
+                    judge_model=options["judge_model"],
+                    mode=options["mode"],
+                    baseline=options["baseline"],
+                    runs=options["runs"] or 1,
+                    only=[x for x in (options["only"] or "").split(",") if x.strip()],
+                    dry_run=options["dry_run"],
+                    queue=options["queue"],
+                    wait_until_imported=options["wait"],
+                    resume=options["resume"],
+                    max_cost=options["max_cost"],
+                    max_tokens=options["max_tokens"],
+                    progress=functools.partial(_show, shown),
+                    tell=shown.line,
                     warn=self.stderr.write,
                 )
             self.stdout.write(result.summary(as_json=options["json"]))
