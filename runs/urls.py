@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.urls import path, register_converter
 
+from .views.axes import axes_page
 from .views.compare import compare_page
 from .views.eval import eval_page, run_diff
 from .views.exports import eval_export, matrix_export, runs_export, trend_export
@@ -36,6 +37,7 @@ urlpatterns = [
     path("", overview, name="overview"),
     path("skills/<str:skill>/", skill_page, name="skill"),
     path("skills/<str:skill>/compare/", compare_page, name="compare"),
+    path("skills/<str:skill>/axes/", axes_page, name="axes"),
     path("skills/<str:skill>/trend.<export:fmt>", trend_export, name="trend_export"),
     path("skills/<str:skill>/evals/<str:eval_id>/", eval_history_page, name="eval_history"),
     path("skills/<str:skill>/triggers/<int:number>/", trigger_page, name="trigger"),

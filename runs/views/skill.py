@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from ..models import Skill
+from ..reading.axes import combination_count
 from ..reading.skill import DEFAULT_ITERATION_SORT, ITERATION_SORTS, skill_trends, sort_summaries
 from ..reading.triggers import trigger_panel
 from .htmx import wants_fragment
@@ -42,5 +43,7 @@ def skill_page(request: HttpRequest, skill: str) -> HttpResponse:
         "sort": sort,
         "iteration_rows": SimpleLazyObject(lambda: sort_summaries(trends.summaries, sort)),
         "triggers": SimpleLazyObject(lambda: trigger_panel(found)),
+        # Read only where the trends' cached region is drawn.
+        "combinations": SimpleLazyObject(lambda: combination_count(found)),
     }
     return render(request, template_name, context)
