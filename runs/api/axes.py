@@ -62,18 +62,22 @@ class AxesCombinationOut(Schema):
         return [_point(summary) for summary in combination.summaries]
 
 
-class AxesDisagreementOut(Schema):
-    helps: dict[str, str]
-    hurts: dict[str, str]
+class AxesNamedOut(Schema):
+    harness: str
+    model: str
+    #: The number of the combination's latest iteration.
+    iteration: int
+
+    @staticmethod
+    def resolve_iteration(combination: Combination) -> int:
+        return combination.iteration.number
+
+
+class AxesSignFlipOut(Schema):
+    #: Combinations where the skill significantly helps, and where it significantly hurts.
+    helps: list[AxesNamedOut]
+    hurts: list[AxesNamedOut]
     sentence: str
-
-    @staticmethod
-    def resolve_helps(disagreement: Any) -> dict[str, str]:
-        return {"harness": disagreement.helps.harness, "model": disagreement.helps.model}
-
-    @staticmethod
-    def resolve_hurts(disagreement: Any) -> dict[str, str]:
-        return {"harness": disagreement.hurts.harness, "model": disagreement.hurts.model}
 
 
 class SkillAxesOut(Schema):
@@ -84,8 +88,8 @@ class SkillAxesOut(Schema):
     harnesses: list[str]
     models: list[str]
     combinations: list[AxesCombinationOut]
-    #: Where the effect's sign differs between two combinations, significant on both.
-    disagreements: list[AxesDisagreementOut]
+    #: Where the effect's sign differs between combinations, significant on each; or null.
+    sign_flip: AxesSignFlipOut | None
     #: The axes page.
     url: str | None
 

@@ -72,6 +72,8 @@ def axes_trend_figure(
         legend=[t["name"] for t in traces],
         plot_height=PLOT_HEIGHT,
     )
+    # A lone combination keeps its legend entry: the name says what the line measured.
+    layout["showlegend"] = bool(traces)
     return finish(traces, layout, empty="No deltas to chart: no iteration compared two conditions")
 
 

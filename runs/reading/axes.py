@@ -115,27 +115,44 @@ class SkillAxes:
         return self.combinations[0] if self.combinations else None
 
     @property
-    def disagreements(self) -> list[Disagreement]:
-        """Pairs where the skill significantly helps on one combination and hurts on another."""
+    def sign_flip(self) -> SignFlip | None:
+        """Where the skill significantly helps on some combinations and hurts on others."""
         helps = [c for c in self.combinations if c.direction > 0]
         hurts = [c for c in self.combinations if c.direction < 0]
-        return [Disagreement(h, c) for h in helps for c in hurts]
+        return SignFlip(helps, hurts) if helps and hurts else None
+
+
+#: At most this many "compare" links under a sign flip.
+MAX_FLIP_PAIRS = 6
 
 
 @dataclass(frozen=True)
-class Disagreement:
-    """The effect's sign differs between two combinations, significant on both."""
+class SignFlip:
+    """The effect's sign differs between combinations, significant on each one named."""
 
-    helps: Combination
-    hurts: Combination
+    helps: list[Combination]
+    hurts: list[Combination]
 
     @property
     def sentence(self) -> str:
         return (
-            f"The skill helps on {self.helps.label} ({_delta_text(self.helps)}) but hurts on "
-            f"{self.hurts.label} ({_delta_text(self.hurts)}), significant on both: its effect "
-            "depends on the harness and model, so measure it on the one you use."
+            f"The skill significantly helps on {_listed(self.helps)}, but significantly hurts "
+            f"on {_listed(self.hurts)}: its effect depends on the harness and model, so "
+            "measure it on the one you use."
         )
+
+    @property
+    def pairs(self) -> list[tuple[Combination, Combination]]:
+        """(helps, hurts) pairs worth opening side by side: the largest gain against each
+        loss, then the next; at most MAX_FLIP_PAIRS."""
+        helps = sorted(self.helps, key=lambda c: -c.delta.mean)
+        hurts = sorted(self.hurts, key=lambda c: c.delta.mean)
+        return [(h, c) for h in helps for c in hurts][:MAX_FLIP_PAIRS]
+
+
+def _listed(combinations: list[Combination]) -> str:
+    named = [f"{c.label} ({_delta_text(c)})" for c in combinations]
+    return named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
 
 
 def _delta_text(combination: Combination) -> str:

@@ -128,16 +128,16 @@ def test_each_combination_shows_its_latest_delta_verdict_and_trend(skill: Skill)
 def test_a_sign_that_differs_between_combinations_is_said_in_plain_words(skill: Skill) -> None:
     axes = skill_axes(skill, mode="new-skill")
 
-    sentences = [d.sentence for d in axes.disagreements]
-    assert len(sentences) == 2
-    assert sentences[0].startswith(
-        "The skill helps on claude-code · haiku (Δ +1.00, 95% CI +1.00 to +1.00, #4) but hurts "
-        "on codex · sonnet (Δ −1.00"
+    flip = axes.sign_flip
+    assert [c.label for c in flip.helps] == ["claude-code · haiku", "claude-code · sonnet"]
+    assert [c.label for c in flip.hurts] == ["codex · sonnet"]
+    assert flip.sentence == (
+        "The skill significantly helps on claude-code · haiku (Δ +1.00, 95% CI +1.00 to +1.00, "
+        "#4) and claude-code · sonnet (Δ +1.00, 95% CI +1.00 to +1.00, #2), but significantly "
+        "hurts on codex · sonnet (Δ −1.00, 95% CI −1.00 to −1.00, #3): its effect depends on "
+        "the harness and model, so measure it on the one you use."
     )
-    assert sentences[0].endswith(
-        "significant on both: its effect depends on the harness and model, "
-        "so measure it on the one you use."
-    )
+    assert [(h.iteration.number, c.iteration.number) for h, c in flip.pairs] == [(4, 3), (2, 3)]
 
 
 def test_the_default_mode_is_the_newest_iterations(skill: Skill) -> None:
@@ -145,7 +145,7 @@ def test_the_default_mode_is_the_newest_iterations(skill: Skill) -> None:
 
     assert axes.mode == "revision"
     assert [(c.harness, c.model) for c in axes.combinations] == [("codex", "sonnet")]
-    assert not axes.disagreements
+    assert axes.sign_flip is None
 
 
 def test_the_trend_chart_draws_a_coloured_line_per_combination(skill: Skill) -> None:
@@ -295,7 +295,21 @@ def test_the_api_gives_the_same_matrix_and_trends(client: Client, admin_user: Us
     assert sonnet["latest"]["verdict"].startswith("with_skill beats without_skill by +1.00")
     assert [p["number"] for p in sonnet["trend"]] == [1, 2]
     assert sonnet["invocation"]["successes"] == 6 and sonnet["direction"] == 1
-    assert len(data["disagreements"]) == 2
-    assert data["disagreements"][0]["hurts"] == {"harness": "codex", "model": "sonnet"}
+    assert data["sign_flip"]["hurts"] == [{"harness": "codex", "model": "sonnet", "iteration": 3}]
+    assert len(data["sign_flip"]["helps"]) == 2
+    assert data["sign_flip"]["sentence"].startswith("The skill significantly helps on")
     assert data["url"] == f"/skills/{SKILL}/axes/?mode=new-skill"
     assert client.get("/api/skills/no-such/axes").status_code == 404
+
+
+def test_plotly_validates_the_trend_and_no_name_reaches_it_as_markup(tmp_path: Path) -> None:
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    from runs.charts import HOVER
+    from tests.runs.test_charts import strings
+
+    found = load(tmp_path, (HOSTILE_HARNESS, HOSTILE_MODEL, "helps"), ("codex", "m", "hurts"))
+    for figure in (skill_axes(found).figure, axes_trend_figure([], [])):
+        assert json.loads(pio.to_json(go.Figure(figure), validate=True)) == figure
+        assert {text for _, text in strings(figure) if "<" in text} <= {HOVER}
