@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from grading.campaigns.models import Campaign
 from grading.evaluating import registry
 from runs.models import Iteration
 from runs.reading.axes import skill_axes
 from tests.fakeapi import FakeAnthropic
+from tests.grading.campaigns.conftest import celery_here  # noqa: F401 (a fixture)
 
 from .test_runevals import make_skill
 
@@ -193,6 +195,32 @@ def test_resume_finishes_the_interrupted_combination_and_skips_those_before_it(
         "m2",
         "m3",
     ]
+
+
+@pytest.mark.usefixtures("celery_here")
+def test_queue_and_wait_queue_each_combination_once_the_one_before_is_imported(
+    tmp_path: Path, workspace: Path, api: FakeAnthropic, settings
+) -> None:
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "runs": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(tmp_path / "store")},
+        },
+    }
+    skill = make_skill(tmp_path)
+
+    out = runevals(
+        *("--harness", "messages", "--model", "m1,m2", "--only", "write-notes"),
+        *("--queue", "--wait", str(skill)),
+    )
+
+    assert Campaign.objects.count() == 2
+    iterations = Iteration.objects.order_by("number").values_list("number", "agent_model")
+    assert list(iterations) == [(1, "m1"), (2, "m2")]
+    summary = out[out.index("[harness messages, model m1]") :]
+    assert summary.splitlines()[1].startswith("demo #1 (iteration-1)")
+    assert "[harness messages, model m2]\ndemo #2 (iteration-2)" in summary
 
 
 def test_queue_with_several_combinations_needs_wait(tmp_path: Path, workspace: Path) -> None:
