@@ -31,7 +31,7 @@ from grading.evaluating import registry
 from grading.evaluating.folders import unfinished_iteration
 
 from .options import REGRESSION, CampaignError, CampaignOptions
-from .report import CampaignResult
+from .report import CampaignResult, budget_line
 from .workflow import run_evals, spending_limit
 
 
@@ -208,8 +208,16 @@ def run_axes(
         if index < first:
             result.played.append(Played(combo, skipped=True))
             continue
-        tell(f"Running {combo.label}")
         played = Played(combo)
+        if spending.stopped:
+            # Said once, by the campaign it stopped; these start nothing, nothing to alert.
+            skills = [plan.skill.name for plan in checked[combo].plans]
+            stopped = CampaignResult(not_started=skills)
+            stopped.budget_stopped = budget_line(spending.stopped, skills)
+            played.result = stopped
+            result.played.append(played)
+            continue
+        tell(f"Running {combo.label}")
         try:
             played.result = run_evals(
                 skill_dirs=skill_dirs,

@@ -236,3 +236,34 @@ def test_triggers_take_one_combination(tmp_path: Path, workspace: Path) -> None:
         runevals("--triggers", "--model", "a,b", str(make_skill(tmp_path)))
 
     assert str(info.value) == "--triggers takes one harness and one model"
+
+
+def test_a_combination_that_fails_while_playing_does_not_stop_the_next(
+    tmp_path: Path, workspace: Path, api: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from grading.campaigns import axes
+    from grading.campaigns.options import CampaignError
+
+    real = axes.run_evals
+
+    def failing_m1(**kwargs):
+        if kwargs["agent_model"] == "m1" and not kwargs.get("dry_run"):
+            raise CampaignError("demo is locked by another runevals")
+        return real(**kwargs)
+
+    monkeypatch.setattr(axes, "run_evals", failing_m1)
+    skill = make_skill(tmp_path)
+    out = io.StringIO()
+
+    with pytest.raises(CommandError) as info:
+        call_command(
+            "runevals",
+            *("--harness", "messages", "--model", "m1,m2", "--only", "write-notes", str(skill)),
+            stdout=out,
+            stderr=io.StringIO(),
+        )
+
+    assert info.value.returncode == 2
+    assert str(info.value) == "1 of 2 combinations could not run: messages × m1"
+    assert "[harness messages, model m1]\ncould not run: demo is locked" in out.getvalue()
+    assert list(Iteration.objects.values_list("agent_model", flat=True)) == ["m2"]
