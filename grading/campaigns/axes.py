@@ -96,7 +96,8 @@ class Played:
             return "finished before the interruption: not played again (--resume)"
         if self.error is not None:
             return f"could not run: {self.error}"
-        assert self.result is not None
+        if self.result is None:
+            return ""
         shown = self.result.reports or self.result.plans or self.result.campaign is not None
         lines = [self.result.summary()] if shown else []
         if self.result.budget_stopped:
