@@ -20,6 +20,7 @@ HARNESSES: dict[str, str] = {
     "codex": "grading.evaluating.codex:CodexHarness",
     "gemini": "grading.evaluating.gemini:GeminiHarness",
     "cline": "grading.evaluating.cline:ClineHarness",
+    "opencode": "grading.evaluating.opencode:OpenCodeHarness",
 }
 
 

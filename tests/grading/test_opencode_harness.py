@@ -1,0 +1,252 @@
+"""`runevals --harness opencode`: the real OpenCode CLI against the fake Messages API.
+
+OpenCode talks only to evalsite's proxy (through the sandbox's loopback bridge), which
+forwards to the fake with the real key; the fake scripts the CLI's tool calls (skill, read,
+write, bash), and the CLI runs them for real in the run's task folder. Skipped where
+opencode-ai is not installed (python manage.py installharnesses opencode).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from django.core.management import call_command
+
+from grading import sandbox
+from grading.evaluating import agent_clis
+from grading.evaluating.harness import AgentResult
+from grading.evaluating.opencode.stream import transcribe
+from tests.factories import write_json
+from tests.fakeapi import FakeAnthropic, RecordedRequest, reply, tool_use
+from tests.grading.agent_clis import require_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMAS = ROOT / "schemas"
+SCHEMA_FOR = {
+    "grading.json": "grading.schema.json",
+    "run.json": "run-record.schema.json",
+    "conversation.json": "conversation.schema.json",
+    "timing.json": "timing.schema.json",
+}
+MODEL = "claude-sonnet-5-5"
+REAL_KEY = "test-key"
+PROMPT = "Write hello.txt after reading README.md."
+FOLLOW_UP = "Thanks. Is it there?"
+#: What the bash call prints: the file, then how many variables of the sandbox's processes
+#: (the bridge, the CLI, this shell) hold the real key, and the key the CLI holds.
+ENVIRONS = "for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done 2>/dev/null"
+COMMAND = (
+    f"cat hello.txt; {ENVIRONS} | grep -c test-key; "
+    f"{ENVIRONS} | grep -o 'evalsite-run-' | head -1"
+)
+
+EVALS: list[dict[str, Any]] = [
+    {
+        "id": "hello",
+        "prompt": PROMPT,
+        "expected_output": "hello.txt exists.",
+        "files": ["fixtures/README.md"],
+        "turns": [{"prompt": FOLLOW_UP, "deliver_when": "always"}],
+        "assertions": [
+            {
+                "id": "read-first",
+                "type": "transcript_check",
+                "check": "tool_invocation_matches",
+                "pattern": "Read .*README",
+                "must_precede": "first_write",
+            },
+            {
+                "id": "ran-cat",
+                "type": "transcript_check",
+                "check": "tool_invocation_matches",
+                "pattern": "^Bash .*cat hello",
+            },
+            {"id": "hello-exists", "type": "command_check", "command": "test -f hello.txt"},
+            {"id": "small", "type": "diff_scope", "max_files_touched": 1},
+        ],
+    }
+]
+
+
+def make_skill(root: Path) -> Path:
+    skill = root / "demo"
+    (skill / "evals" / "fixtures").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: demo\ndescription: Use when writing hello files.\n---\nRead, then write.\n"
+    )
+    (skill / "evals" / "fixtures" / "README.md").write_text("# Project\nSay hello.\n")
+    write_json(skill / "evals" / "evals.json", {"skill_name": "demo", "evals": EVALS})
+    return skill
+
+
+def task_folder(request: RecordedRequest) -> str:
+    found = re.search(r"Working directory: ([^\s\\]+)", json.dumps(request.body))
+    assert found, "the CLI's prompt names its working directory"
+    return found.group(1)
+
+
+def agent(request: RecordedRequest) -> Any:
+    """The skill-loading arm loads the skill, reads, writes and runs; the other only talks."""
+    said = json.dumps(request.messages)
+    if FOLLOW_UP in said:
+        return reply("Yes, it is there.")
+    if "<name>demo</name>" not in request.system_text:
+        return reply("I would write hello.txt.")
+    root = task_folder(request)
+    steps = [
+        tool_use("skill", {"name": "demo"}),
+        tool_use("read", {"filePath": f"{root}/fixtures/README.md"}),
+        tool_use("write", {"filePath": f"{root}/hello.txt", "content": "hello\n"}),
+        tool_use("bash", {"command": COMMAND, "description": "Check the file"}),
+    ]
+    turn = request.assistant_turns
+    return reply(steps[turn]) if turn < len(steps) else reply("Done: hello.txt written.")
+
+
+def load(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.django_db
+def test_runevals_plays_each_arm_with_opencode_and_grades_it(
+    tmp_path: Path, settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    binary = require_cli("opencode")
+    if sandbox.sandbox_problem():
+        pytest.skip(sandbox.sandbox_problem())
+    settings.EVALSITE_WORKSPACE_DIR = tmp_path / "workspace"
+    with FakeAnthropic(agent) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", REAL_KEY)
+        out = io.StringIO()
+        call_command(
+            "runevals",
+            str(make_skill(tmp_path)),
+            "--harness",
+            "opencode",
+            "--model",
+            MODEL,
+            "--concurrency",
+            "2",
+            stdout=out,
+        )
+    assert not api.errors, api.errors
+    folder = settings.EVALSITE_WORKSPACE_DIR / "demo" / "iteration-1"
+    assert "2 runs (0 errored)" in out.getvalue()
+    for path in folder.rglob("*.json"):
+        if path.name in SCHEMA_FOR:
+            schema = load(SCHEMAS / SCHEMA_FOR[path.name])
+            jsonschema.validators.validator_for(schema)(schema).validate(load(path))
+    conditions = load(folder / "conditions.json")
+    assert conditions["harness"] == "opencode"
+    assert conditions["runevals"]["harness_version"] == agent_clis.cli_version(binary) == "1.18.33"
+
+    def verdicts(arm: str) -> dict[str, bool]:
+        grading = load(folder / "eval-hello" / arm / "grading.json")
+        return {r["id"]: r["passed"] for r in grading["assertion_results"]}
+
+    assert verdicts("with_skill") == dict.fromkeys(
+        ["read-first", "ran-cat", "hello-exists", "small"], True
+    )
+    assert verdicts("without_skill") == {
+        "read-first": False,
+        "ran-cat": False,
+        "hello-exists": False,
+        "small": True,
+    }
+    with_skill = load(folder / "eval-hello" / "with_skill" / "grading.json")
+    assert with_skill["meta_summary"]["skill_invoked"] is True
+    assert "meta_results" not in load(folder / "eval-hello" / "without_skill" / "grading.json")
+
+    record = load(folder / "eval-hello" / "with_skill" / "run.json")
+    calls = record["tool_invocations"]
+    assert [(t["name"], t["ordinal"]) for t in calls] == [
+        ("Skill", 1),
+        ("Read", 2),
+        ("Write", 3),
+        ("Bash", 4),
+    ]
+    assert calls[0]["args"] == {"skill": "demo"}
+    assert "Read, then write." in calls[0]["result"]  # the staged skill, loaded
+    # The CLI holds the run's placeholder key, never the real one.
+    assert calls[3]["result"].split("\n")[:3] == ["hello", "0", "evalsite-run-"]
+    agent_calls = api.message_requests
+    assert agent_calls and all(r.headers.get("x-api-key") == REAL_KEY for r in agent_calls)
+
+    # The follow-up continued the same session: its request carries the first round.
+    conversation = load(folder / "eval-hello" / "with_skill" / "conversation.json")
+    assert conversation["status"] == "completed" and conversation["delivered_followups"] == 1
+    assert [e["round"] for e in conversation["events"] if e["type"] == "user_message"] == [1, 2]
+    assert conversation["events"][-1]["text"] == "Yes, it is there."
+    follow_ups = [r for r in agent_calls if FOLLOW_UP in json.dumps(r.messages)]
+    assert follow_ups and all(PROMPT in json.dumps(r.messages) for r in follow_ups)
+
+    # Every call the CLIs made passed through the proxy, which counted it for its run.
+    opencode = [load(folder / "eval-hello" / arm / "opencode.json") for arm in ("with_skill",)]
+    records = [*opencode, load(folder / "eval-hello" / "without_skill" / "opencode.json")]
+    assert sum(r["api"]["calls"] for r in records) == len(agent_calls)
+    assert all(r["sandboxed"] for r in records)
+    assert opencode[0]["session_id"].startswith("ses_")
+    assert [r["round"] for r in opencode[0]["rounds"]] == [1, 2]
+    timing = load(folder / "eval-hello" / "with_skill" / "timing.json")
+    assert timing["total_tokens"] == opencode[0]["api"]["tokens"] > 0
+    assert not list(folder.glob("env-*"))  # task folders and the CLI's homes are removed
+
+
+def test_the_stream_maps_tools_to_claude_code_names_and_tolerates_bad_events() -> None:
+    result = AgentResult()
+    events: list[dict[str, Any]] = []
+
+    def event(kind: str, round_: int, **fields: Any) -> dict[str, Any]:
+        events.append({"type": kind, "ordinal": len(events), "round": round_, **fields})
+        return events[-1]
+
+    stream = [
+        {"type": "text", "sessionID": "ses_1", "part": {"text": "Looking."}},
+        {
+            "type": "tool_use",
+            "part": {
+                "tool": "skill",
+                "state": {"status": "error", "input": {"name": "demo"}, "error": "no such skill"},
+            },
+        },
+        {
+            "type": "tool_use",
+            "part": {
+                "tool": "edit",
+                "state": {"status": "completed", "input": {"filePath": "a"}, "output": "x" * 5000},
+            },
+        },
+        {"type": "tool_use", "part": {"tool": 7}},
+        {"type": "tool_use", "part": "not a part"},
+        {
+            "type": "step_finish",
+            "part": {"reason": "stop", "tokens": {"input": 3, "output": 2, "cache": {"read": 5}}},
+        },
+        {
+            "type": "error",
+            "error": {"name": "APIError", "data": {"message": "refused", "statusCode": 400}},
+        },
+    ]
+    read = transcribe(stream, round_=1, result=result, event=event)
+
+    assert [(e["type"], e.get("name")) for e in events] == [
+        ("assistant_message", None),
+        ("tool_invocation", "Skill"),
+        ("tool_invocation", "Edit"),
+    ]
+    assert events[1]["args"] == {"skill": "demo"} and events[1]["result"] == "no such skill"
+    assert len(events[2]["result"]) < 2200 and "more characters not shown" in events[2]["result"]
+    assert read.session_id == "ses_1" and read.texts == ["Looking."]
+    assert read.cli_reported_tokens == 10 and read.finish_reasons == ["stop"]
+    assert read.errors == ["APIError: refused (API status 400)"]
+    assert read.tool_errors == [
+        {"tool": "skill", "input_keys": ["skill"], "error": "no such skill"}
+    ]
+    assert result.final_message == "Looking."
