@@ -42,8 +42,7 @@ FOLLOW_UP = "Thanks. Is it there?"
 #: (the bridge, the CLI, this shell) hold the real key, and the key the CLI holds.
 ENVIRONS = "for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done 2>/dev/null"
 COMMAND = (
-    f"cat hello.txt; {ENVIRONS} | grep -c test-key; "
-    f"{ENVIRONS} | grep -o 'evalsite-run-' | head -1"
+    f"cat hello.txt; {ENVIRONS} | grep -c test-key; {ENVIRONS} | grep -o 'evalsite-run-' | head -1"
 )
 
 EVALS: list[dict[str, Any]] = [
