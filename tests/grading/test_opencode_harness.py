@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,12 @@ from django.core.management import call_command
 
 from grading import sandbox
 from grading.evaluating import agent_clis
-from grading.evaluating.harness import AgentResult
+from grading.evaluating.harness import AgentResult, AgentSettings, Dispatch
+from grading.evaluating.opencode import OpenCodeError, OpenCodeHarness
 from grading.evaluating.opencode.stream import transcribe
+from grading.evaluating.taskdir import build_template
 from tests.factories import write_json
-from tests.fakeapi import FakeAnthropic, RecordedRequest, reply, tool_use
+from tests.fakeapi import FakeAnthropic, RecordedRequest, api_error, reply, slow, tool_use
 from tests.grading.agent_clis import require_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -249,3 +252,58 @@ def test_the_stream_maps_tools_to_claude_code_names_and_tolerates_bad_events() -
         {"tool": "skill", "input_keys": ["skill"], "error": "no such skill"}
     ]
     assert result.final_message == "Looking."
+
+
+def dispatch_for(env: Path, client: Any, *, max_calls: int = 50) -> Dispatch:
+    return Dispatch(
+        case={"prompt": "What is 2+2?"},
+        env=env,
+        skill=None,
+        skill_dir=None,
+        agent=AgentSettings(model=MODEL, max_calls=max_calls),
+        client=client,
+        result=AgentResult(),
+    )
+
+
+def test_an_api_error_a_spent_budget_and_a_hung_cli_each_end_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_cli("opencode")
+    iteration = tmp_path / "workspace" / "demo" / "iteration-1"
+    envs = {name: iteration / f"env-{name}" for name in ("refused", "endless", "hung")}
+    for env in envs.values():
+        build_template(env, [], evals_dir=env)
+    harness = OpenCodeHarness(unsafe=bool(sandbox.sandbox_problem()), round_seconds=60)
+
+    def answer(request: RecordedRequest) -> Any:
+        folder = task_folder(request)
+        if folder.endswith("env-refused"):
+            return api_error(400, "invalid_request_error", "messages: the fake refuses this")
+        if folder.endswith("env-endless"):
+            return reply(tool_use("bash", {"command": "echo again", "description": "loop"}))
+        return slow(30)
+
+    with FakeAnthropic(answer) as fake:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", REAL_KEY)
+        with pytest.raises(OpenCodeError, match="round 1: .*the fake refuses this"):
+            harness.run(dispatch_for(envs["refused"], fake.client()))
+        # The proxy refuses the call past the budget: the run stops, it is not errored.
+        endless = harness.run(dispatch_for(envs["endless"], fake.client(), max_calls=2))
+        harness.round_seconds = 4
+        started = time.monotonic()
+        with pytest.raises(OpenCodeError, match="round 1: the CLI was stopped: it ran longer"):
+            harness.run(dispatch_for(envs["hung"], fake.client()))
+        elapsed = time.monotonic() - started
+
+    assert (endless.status, endless.stop_reason) == ("stopped", "max_turns_reached")
+    assert endless.usage.calls == 2
+    assert [t["name"] for t in endless.tool_invocations] == ["Bash", "Bash"]
+    assert artifacts_of(endless)["api"]["refused"] >= 1
+    assert elapsed < 20
+    assert not any(iteration.glob("*.home"))
+
+
+def artifacts_of(result: AgentResult) -> dict[str, Any]:
+    return result.artifacts["opencode.json"]
