@@ -275,11 +275,15 @@ def test_an_api_error_a_spent_budget_and_a_hung_cli_each_end_the_run(
     for env in envs.values():
         build_template(env, [], evals_dir=env)
     harness = OpenCodeHarness(unsafe=bool(sandbox.sandbox_problem()), round_seconds=60)
+    outside = tmp_path / "outside.txt"
 
     def answer(request: RecordedRequest) -> Any:
         folder = task_folder(request)
         if folder.endswith("env-refused"):
             return api_error(400, "invalid_request_error", "messages: the fake refuses this")
+        if folder.endswith("env-endless") and request.assistant_turns == 0:
+            # Outside the task folder: denied, and nobody is asked.
+            return reply(tool_use("write", {"filePath": str(outside), "content": "secret"}))
         if folder.endswith("env-endless"):
             return reply(tool_use("bash", {"command": "echo again", "description": "loop"}))
         return slow(30)
@@ -290,7 +294,7 @@ def test_an_api_error_a_spent_budget_and_a_hung_cli_each_end_the_run(
         with pytest.raises(OpenCodeError, match="round 1: .*the fake refuses this"):
             harness.run(dispatch_for(envs["refused"], fake.client()))
         # The proxy refuses the call past the budget: the run stops, it is not errored.
-        endless = harness.run(dispatch_for(envs["endless"], fake.client(), max_calls=2))
+        endless = harness.run(dispatch_for(envs["endless"], fake.client(), max_calls=3))
         harness.round_seconds = 4
         started = time.monotonic()
         with pytest.raises(OpenCodeError, match="round 1: the CLI was stopped: it ran longer"):
@@ -298,9 +302,14 @@ def test_an_api_error_a_spent_budget_and_a_hung_cli_each_end_the_run(
         elapsed = time.monotonic() - started
 
     assert (endless.status, endless.stop_reason) == ("stopped", "max_turns_reached")
-    assert endless.usage.calls == 2
-    assert [t["name"] for t in endless.tool_invocations] == ["Bash", "Bash"]
-    assert artifacts_of(endless)["api"]["refused"] >= 1
+    assert endless.usage.calls == 3
+    assert [t["name"] for t in endless.tool_invocations] == ["Write", "Bash", "Bash"]
+    assert not outside.exists()
+    record = artifacts_of(endless)
+    assert record["api"]["refused"] >= 1
+    (denied,) = record["rounds"][0]["tool_errors"]
+    assert denied["tool"] == "write" and denied["input_keys"] == ["content", "filePath"]
+    assert "rule which prevents you from using this specific tool call" in denied["error"]
     assert elapsed < 20
     assert not any(iteration.glob("*.home"))
 
