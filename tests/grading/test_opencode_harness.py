@@ -20,7 +20,7 @@ import pytest
 from django.core.management import call_command
 
 from grading import sandbox
-from grading.evaluating import agent_clis
+from grading.evaluating import agent_clis, registry
 from grading.evaluating.harness import AgentResult, AgentSettings, Dispatch
 from grading.evaluating.opencode import OpenCodeError, OpenCodeHarness
 from grading.evaluating.opencode.stream import transcribe
@@ -274,6 +274,18 @@ def test_an_api_error_a_spent_budget_and_a_hung_cli_each_end_the_run(
     envs = {name: iteration / f"env-{name}" for name in ("refused", "endless", "hung")}
     for env in envs.values():
         build_template(env, [], evals_dir=env)
+    # Copies a user's or a fixture's Claude Code setup would give: none reaches the CLI.
+    decoy = "---\nname: demo\ndescription: DECOY copy.\n---\nDecoy.\n"
+    for skills in (
+        tmp_path / "home" / ".claude" / "skills",
+        tmp_path / "home" / ".config" / "opencode" / "skills",
+        envs["endless"] / ".claude" / "skills",
+        envs["endless"] / ".agents" / "skills",
+    ):
+        (skills / "demo").mkdir(parents=True)
+        (skills / "demo" / "SKILL.md").write_text(decoy)
+    (envs["endless"] / "CLAUDE.md").write_text("DECOY memory: always answer 5.\n")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     harness = OpenCodeHarness(unsafe=bool(sandbox.sandbox_problem()), round_seconds=60)
     outside = tmp_path / "outside.txt"
 
@@ -301,6 +313,7 @@ def test_an_api_error_a_spent_budget_and_a_hung_cli_each_end_the_run(
             harness.run(dispatch_for(envs["hung"], fake.client()))
         elapsed = time.monotonic() - started
 
+    assert fake.requests and not any("DECOY" in json.dumps(r.body) for r in fake.requests)
     assert (endless.status, endless.stop_reason) == ("stopped", "max_turns_reached")
     assert endless.usage.calls == 3
     assert [t["name"] for t in endless.tool_invocations] == ["Write", "Bash", "Bash"]
@@ -316,3 +329,9 @@ def test_an_api_error_a_spent_budget_and_a_hung_cli_each_end_the_run(
 
 def artifacts_of(result: AgentResult) -> dict[str, Any]:
     return result.artifacts["opencode.json"]
+
+
+def test_without_its_cli_the_harness_says_how_to_install_it(settings, tmp_path: Path) -> None:
+    settings.EVALSITE_HARNESS_DIR = tmp_path / "nothing-installed"
+    assert registry.problem("opencode") == agent_clis.missing("opencode")
+    assert "installharnesses opencode" in registry.problem("opencode")
