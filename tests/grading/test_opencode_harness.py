@@ -120,8 +120,8 @@ def test_runevals_plays_each_arm_with_opencode_and_grades_it(
     tmp_path: Path, settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     binary = require_cli("opencode")
-    if sandbox.sandbox_problem():
-        pytest.skip(sandbox.sandbox_problem())
+    if problem := sandbox.sandbox_problem() or OpenCodeHarness.problem():
+        pytest.skip(problem)
     settings.EVALSITE_WORKSPACE_DIR = tmp_path / "workspace"
     with FakeAnthropic(agent) as api:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
@@ -270,6 +270,8 @@ def test_an_api_error_a_spent_budget_and_a_hung_cli_each_end_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     require_cli("opencode")
+    if problem := OpenCodeHarness.problem():
+        pytest.skip(problem)
     iteration = tmp_path / "workspace" / "demo" / "iteration-1"
     envs = {name: iteration / f"env-{name}" for name in ("refused", "endless", "hung")}
     for env in envs.values():
@@ -335,3 +337,9 @@ def test_without_its_cli_the_harness_says_how_to_install_it(settings, tmp_path: 
     settings.EVALSITE_HARNESS_DIR = tmp_path / "nothing-installed"
     assert registry.problem("opencode") == agent_clis.missing("opencode")
     assert "installharnesses opencode" in registry.problem("opencode")
+
+
+def test_without_ripgrep_the_harness_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    require_cli("opencode")
+    monkeypatch.setattr(sandbox, "sandbox_path", lambda: "/nonexistent")
+    assert "apt-get install ripgrep" in registry.problem("opencode")

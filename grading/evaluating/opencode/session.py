@@ -52,8 +52,19 @@ class OpenCodeHarness:
 
     @classmethod
     def problem(cls) -> str | None:
-        """Why this harness cannot run here (registry.py), or None."""
-        return agent_clis.missing(NAME) if cli_path() is None else None
+        """Why this harness cannot run here (registry.py), or None.
+
+        Without ripgrep OpenCode's `skill` tool fails (it lists the skill's files with `rg`,
+        which it would otherwise download): every with-skill run would load nothing.
+        """
+        if cli_path() is None:
+            return agent_clis.missing(NAME)
+        if shutil.which("rg", path=sandbox.sandbox_path()) is None:
+            return (
+                "--harness opencode needs ripgrep (rg) on the system PATH, for its skill, glob "
+                "and grep tools: apt-get install ripgrep"
+            )
+        return None
 
     def __init__(
         self,
