@@ -210,7 +210,8 @@ def test_the_stream_maps_tools_to_claude_code_names_and_tolerates_bad_events() -
         return events[-1]
 
     stream = [
-        {"type": "text", "sessionID": "ses_1", "part": {"text": "Looking."}},
+        {"type": "text", "sessionID": "--auto", "part": {"text": "Looking."}},
+        {"type": "step_start", "sessionID": "ses_1", "part": {}},
         {
             "type": "tool_use",
             "part": {

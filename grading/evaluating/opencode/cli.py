@@ -99,7 +99,7 @@ def config_content(*, base_url: str, api_key: str, model: str) -> str:
 def cli_arguments(binary: Path, *, model: str, session: str | None) -> list[str]:
     """One round's command line; the prompt goes on stdin (an argument with spaces would be
     quoted into the message)."""
-    resume = ["--session", session] if session else []
+    resume = [f"--session={session}"] if session else []
     return [
         str(binary),
         "run",

@@ -14,6 +14,7 @@ same on both. The `skill` tool's call (`{"name": …}`) is recorded as the `Skil
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +43,9 @@ TOOL_NAMES = {
     "skill": "Skill",
 }
 SKILL_TOOL = "skill"
+#: What a session id looks like; anything else (the agent can write to the CLI's stdout) is
+#: not passed back to the CLI as `--session`.
+SESSION_ID = re.compile(r"ses_[A-Za-z0-9]{1,100}\Z")
 #: How the skill tool's output names the folder it loaded the skill from.
 SKILL_BASE = "Base directory for this skill: "
 
@@ -71,8 +75,9 @@ def transcribe(
     read = RoundTranscript()
     for item in events:
         kind = item.get("type")
-        if read.session_id is None and isinstance(item.get("sessionID"), str):
-            read.session_id = item["sessionID"]
+        said_id = item.get("sessionID")
+        if read.session_id is None and isinstance(said_id, str) and SESSION_ID.match(said_id):
+            read.session_id = said_id
         part = item.get("part")
         part = part if isinstance(part, dict) else {}
         if kind == "text":
