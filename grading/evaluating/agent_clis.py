@@ -15,6 +15,7 @@ import functools
 import os
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,16 +73,18 @@ def missing(harness: str) -> str:
 @functools.cache
 def cli_version(binary: Path) -> str:
     """What `binary --version` prints (its last line), or "" when it printed nothing."""
-    try:
-        done = subprocess.run(
-            [str(binary), "--version"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/")},
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
+    # A throwaway HOME: some CLIs create their config folders on any start, --version too.
+    with tempfile.TemporaryDirectory(prefix="evalsite-cli-version-") as home:
+        try:
+            done = subprocess.run(
+                [str(binary), "--version"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env={"PATH": os.environ.get("PATH", ""), "HOME": home},
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
     lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
     return lines[-1] if lines else ""
 

@@ -17,10 +17,10 @@ from .harness import Harness
 HARNESSES: dict[str, str] = {
     "claude-code": "grading.evaluating.claude_code:ClaudeCodeHarness",
     "messages": "grading.evaluating.messages:MessagesHarness",
+    "opencode": "grading.evaluating.opencode:OpenCodeHarness",
     "codex": "grading.evaluating.codex:CodexHarness",
     "gemini": "grading.evaluating.gemini:GeminiHarness",
     "cline": "grading.evaluating.cline:ClineHarness",
-    "opencode": "grading.evaluating.opencode:OpenCodeHarness",
 }
 
 
