@@ -4,22 +4,18 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import tempfile
-import threading
 import uuid
-from collections import deque
 from pathlib import Path
 from typing import Any
 
 from grading import sandbox
 from grading.anthropic_client import api_key, base_url
-from grading.graders.rustregex import rust_search
 from grading.sandbox import hostfiles
 from runs.untrusted_git import GitError
 
-from ..apiproxy import ApiProxy, Lease
-from ..conversation import Conversation
+from ..apiproxy import ApiProxy
+from ..cli_session import CliSession, round_limits
 from ..harness import AgentResult, Dispatch
 from .cli import (
     ALLOWED_TOOLS,
@@ -34,11 +30,10 @@ from .cli import (
 )
 from .findings import permission_denials_report, skill_shadow, skill_shadow_warnings, surface
 from .staging import stage_skill
-from .stream import StreamTooLarge, drain, read_events, round_summary, transcribe
+from .stream import round_summary, transcribe
 
 #: A round (one CLI process) that runs longer than this is killed and the run errored.
 ROUND_SECONDS = 30 * 60
-_USAGE = ("calls", "input", "output", "cache_creation", "cache_read")
 
 
 class ClaudeCodeHarness:
@@ -125,41 +120,20 @@ def artifacts(result: AgentResult) -> dict[str, Any]:
     return result.artifacts
 
 
-class _Session(Conversation):
+class _Session(CliSession):
     """The shared conversation, with each round played by one CLI process.
 
     `Conversation._play` decides what follows a round (scripted turns, the responder,
-    stopping); here `_say` remembers the next prompt and `_round` plays it.
+    stopping); here `_round` plays the prompt `_say` kept.
     """
 
-    def __init__(
-        self,
-        harness: ClaudeCodeHarness,
-        dispatch: Dispatch,
-        *,
-        home: Path,
-        socket: Path,
-        lease: Lease,
-    ) -> None:
-        super().__init__(
-            dispatch.client, dispatch.agent, matches=rust_search, result=dispatch.result
-        )
-        self.harness = harness
-        self.dispatch = dispatch
-        self.home = home
-        self.socket = socket
-        self.lease = lease
+    error = ClaudeCodeError
+
+    def __init__(self, harness: ClaudeCodeHarness, dispatch: Dispatch, **where: Any) -> None:
+        super().__init__(harness, dispatch, **where)
         self.session_id = str(uuid.uuid4())
-        self.rounds: list[dict[str, Any]] = []
         self.surfaces: list[dict[str, Any]] = []
         self.loaded_from: list[str] = []
-        self._pending = ""
-        self._synced = dict.fromkeys(_USAGE, 0)
-        self._api_seconds = 0.0
-
-    def _say(self, text: str, round_: int, origin: dict[str, Any] | None = None) -> None:
-        super()._say(text, round_, origin)
-        self._pending = text
 
     def _round(self, round_: int) -> list[str] | None:
         """Play one round; the assistant's texts, None when the run's budget ran out."""
@@ -186,10 +160,7 @@ class _Session(Conversation):
 
     def _play_round(self, round_: int) -> list[dict[str, Any]]:
         """Run the CLI for one round, sandboxed; its stream-json events."""
-        seconds = self.harness.round_seconds
-        # CPU counts every thread of node and what the agent runs: a busy round may use more
-        # than its wall time, so CPU only stops what wall time would take too long to.
-        limits = sandbox.Limits(wall_seconds=seconds, cpu_seconds=2 * int(seconds) + 10)
+        limits = round_limits(self.harness.round_seconds)
         session = ["--session-id" if round_ == 1 else "--resume", self.session_id]
         argv = cli_arguments(
             self.harness.cli,
@@ -199,38 +170,16 @@ class _Session(Conversation):
             env=self.dispatch.env,
         )
         bundled = self.harness.cli.parent
-        try:
-            process = sandbox.spawn(
-                argv,
-                folder=self.dispatch.env,
-                env=self._environment(),
-                limits=limits,
-                binds=[(self.home, self.home)],
-                ro_binds=[(self.socket, self.socket), (bundled, bundled)],
-                unsafe=not self.harness.sandboxed,
-                stdin=subprocess.DEVNULL,
-            )
-        except sandbox.SandboxError as exc:
-            raise ClaudeCodeError(f"round {round_}: {exc}") from None
-        errors: deque[str] = deque(maxlen=20)
-        reader = threading.Thread(target=drain, args=(process.stderr, errors), daemon=True)
-        reader.start()
-        try:
-            events = list(read_events(process.stdout))
-            process.wait()
-        except StreamTooLarge as exc:
-            raise ClaudeCodeError(f"round {round_}: {exc}; stopped") from None
-        finally:
-            sandbox.kill_tree(process)
-            reader.join(timeout=5)
-        if process.limit:
-            stopped = sandbox.describe(process.limit, limits)
-            raise ClaudeCodeError(
-                f"round {round_}: the CLI was stopped: {stopped}",
-                timed_out=process.limit == "wall_seconds",
-            )
+        output = self.play_round(
+            argv,
+            round_=round_,
+            env=self._environment(),
+            limits=limits,
+            ro_binds=[(bundled, bundled)],
+        )
+        events = output.events
         if not any(e.get("type") == "result" for e in events):
-            detail = " ".join(" ".join(errors).split())[:300] or f"exit {process.returncode}"
+            detail = output.error_tail()
             raise ClaudeCodeError(f"round {round_}: the CLI ended without a result: {detail}")
         return events
 
@@ -247,22 +196,7 @@ class _Session(Conversation):
             home=self.home,
         )
 
-    def sync_usage(self) -> None:
-        """Bring the run's usage up to what the proxy counted (the CLI's every call)."""
-        tally = self.lease.tally
-        usage = self.result.usage
-        for name in _USAGE:
-            now = getattr(tally, name)
-            setattr(usage, name, getattr(usage, name) + now - self._synced[name])
-            self._synced[name] = now
-        # The runner's client counts time spent waiting on the API (the benchmark's
-        # "own time" is the rest); the CLI's calls bypass it, so they are added here.
-        if hasattr(self.dispatch.client, "seconds"):
-            self.dispatch.client.seconds += tally.upstream_seconds - self._api_seconds
-        self._api_seconds = tally.upstream_seconds
-
     def artifacts(self, staged: Path | None) -> dict[str, Any]:
-        tally = self.lease.tally
         record = {
             "harness": NAME,
             "cli_version": self.harness.version,
@@ -275,13 +209,7 @@ class _Session(Conversation):
                 "permission_mode": PERMISSION_MODE,
                 "allowed_tools": list(ALLOWED_TOOLS),
             },
-            "api": {
-                "calls": tally.calls,
-                "tokens": tally.tokens,
-                "requests": tally.requests,
-                "refused": tally.refused,
-                "refusal": self.lease.refusal,
-            },
+            "api": self.api_record(),
             "rounds": self.rounds,
         }
         shadow = skill_shadow(

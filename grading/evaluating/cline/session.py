@@ -3,25 +3,20 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
-import threading
-from collections import deque
 from pathlib import Path
 from typing import Any
 
 from grading import sandbox
-from grading.graders.rustregex import rust_search
 from grading.sandbox import hostfiles
 from grading.sandbox.bridge import bridged
 from runs.untrusted_git import GitError
 
 from .. import agent_clis
-from ..apiproxy import ApiProxy, Lease
+from ..apiproxy import ApiProxy
 from ..claude_code.findings import skill_shadow_warnings
 from ..claude_code.staging import stage_skill
-from ..claude_code.stream import StreamTooLarge, drain, read_events
-from ..conversation import Conversation
+from ..cli_session import CliSession, round_limits
 from ..harness import AgentResult, Dispatch
 from . import wire
 from .cli import (
@@ -47,7 +42,6 @@ NO_RESUME = (
     "cline 3.0.65 cannot resume a session headless (--id forces its interactive mode, "
     "which --json refuses), so the follow-up of round {round} cannot be delivered"
 )
-_USAGE = ("calls", "input", "output", "cache_creation", "cache_read")
 
 
 class ClineHarness:
@@ -125,35 +119,11 @@ class ClineHarness:
         return skill_shadow_warnings(folder)
 
 
-class _Session(Conversation):
+class _Session(CliSession):
     """The shared conversation; its first round is one CLI process, and a follow-up, which
     the CLI cannot take headless, errors the run (NO_RESUME)."""
 
-    def __init__(
-        self,
-        harness: ClineHarness,
-        dispatch: Dispatch,
-        *,
-        home: Path,
-        socket: Path,
-        lease: Lease,
-    ) -> None:
-        super().__init__(
-            dispatch.client, dispatch.agent, matches=rust_search, result=dispatch.result
-        )
-        self.harness = harness
-        self.dispatch = dispatch
-        self.home = home
-        self.socket = socket
-        self.lease = lease
-        self.rounds: list[dict[str, Any]] = []
-        self._pending = ""
-        self._synced = dict.fromkeys(_USAGE, 0)
-        self._api_seconds = 0.0
-
-    def _say(self, text: str, round_: int, origin: dict[str, Any] | None = None) -> None:
-        super()._say(text, round_, origin)
-        self._pending = text
+    error = ClineError
 
     def _round(self, round_: int) -> list[str] | None:
         """Play one round; the assistant's texts, None when the run's budget ran out."""
@@ -176,8 +146,7 @@ class _Session(Conversation):
 
     def _play_round(self, round_: int) -> list[dict[str, Any]]:
         """Run the CLI for one round, sandboxed, under the bridge to the proxy; its lines."""
-        seconds = self.harness.round_seconds
-        limits = sandbox.Limits(wall_seconds=seconds, cpu_seconds=2 * int(seconds) + 10)
+        limits = round_limits(self.harness.round_seconds)
         argv = cli_arguments(self.harness.cli, prompt=self._pending, env=self.dispatch.env)
         argv, base_url = bridged(argv, self.socket)
         # The base URL has no path: the CLI calls /chat/completions, the wire's one route.
@@ -185,40 +154,19 @@ class _Session(Conversation):
             self.home, model=self.dispatch.agent.model, base_url=base_url, key=self.lease.key
         )
         installed = [(folder, folder) for folder in agent_clis.node_folders(self.harness.cli)]
-        try:
-            process = sandbox.spawn(
-                argv,
-                folder=self.dispatch.env,
-                env=self._environment(),
-                limits=limits,
-                binds=[(self.home, self.home)],
-                ro_binds=[(self.socket, self.socket), *installed],
-                unsafe=not self.harness.sandboxed,
-                stdin=subprocess.DEVNULL,  # piped stdin would become part of the prompt
-            )
-        except sandbox.SandboxError as exc:
-            raise ClineError(f"round {round_}: {exc}") from None
-        errors: deque[str] = deque(maxlen=20)
-        reader = threading.Thread(target=drain, args=(process.stderr, errors), daemon=True)
-        reader.start()
-        try:
-            # A streamed piece of text repeats all the text before it: only whole blocks
-            # (content_end) are kept.
-            lines = [line for line in read_events(process.stdout) if not partial_text(line)]
-            process.wait()
-        except StreamTooLarge as exc:
-            raise ClineError(f"round {round_}: {exc}; stopped") from None
-        finally:
-            sandbox.kill_tree(process)
-            reader.join(timeout=5)
-        if process.limit:
-            stopped = sandbox.describe(process.limit, limits)
-            raise ClineError(
-                f"round {round_}: the CLI was stopped: {stopped}",
-                timed_out=process.limit == "wall_seconds",
-            )
+        # No stdin (piped stdin would become part of the prompt). A streamed piece of text
+        # repeats all the text before it: only whole blocks (content_end) are kept.
+        output = self.play_round(
+            argv,
+            round_=round_,
+            env=self._environment(),
+            limits=limits,
+            ro_binds=installed,
+            keep=lambda line: not partial_text(line),
+        )
+        lines = output.events
         if not any(line.get("type") in ("run_result", "error") for line in lines):
-            detail = " ".join(" ".join(errors).split())[:300] or f"exit {process.returncode}"
+            detail = output.error_tail()
             raise ClineError(f"round {round_}: the CLI ended without a result: {detail}")
         return lines
 
@@ -227,20 +175,7 @@ class _Session(Conversation):
             {**ENVIRONMENT, "CLINE_DIR": str(config_dir(self.home))}, home=self.home
         )
 
-    def sync_usage(self) -> None:
-        """Bring the run's usage up to what the proxy counted (the CLI's every call)."""
-        tally = self.lease.tally
-        usage = self.result.usage
-        for name in _USAGE:
-            now = getattr(tally, name)
-            setattr(usage, name, getattr(usage, name) + now - self._synced[name])
-            self._synced[name] = now
-        if hasattr(self.dispatch.client, "seconds"):
-            self.dispatch.client.seconds += tally.upstream_seconds - self._api_seconds
-        self._api_seconds = tally.upstream_seconds
-
     def artifacts(self, staged: Path | None) -> dict[str, Any]:
-        tally = self.lease.tally
         record = {
             "harness": NAME,
             "cli_version": self.harness.version,
@@ -252,14 +187,7 @@ class _Session(Conversation):
                 "session_backend": ENVIRONMENT["CLINE_SESSION_BACKEND_MODE"],
                 "global_settings": GLOBAL_SETTINGS,
             },
-            "api": {
-                "wire": wire.CHAT.name,
-                "calls": tally.calls,
-                "tokens": tally.tokens,
-                "requests": tally.requests,
-                "refused": tally.refused,
-                "refusal": self.lease.refusal,
-            },
+            "api": {"wire": wire.CHAT.name, **self.api_record()},
             "rounds": self.rounds,
         }
         return {"cline.json": record}

@@ -4,25 +4,20 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import tempfile
-import threading
-from collections import deque
 from pathlib import Path
 from typing import Any
 
 from grading import sandbox
-from grading.graders.rustregex import rust_search
 from grading.sandbox import hostfiles
 from grading.sandbox.bridge import bridged
 from runs.untrusted_git import GitError
 
 from .. import agent_clis
-from ..apiproxy import ApiProxy, Lease
+from ..apiproxy import ApiProxy
 from ..claude_code.findings import skill_shadow_warnings, subject_name
 from ..claude_code.staging import stage_skill
-from ..claude_code.stream import StreamTooLarge, drain, read_events
-from ..conversation import Conversation
+from ..cli_session import CliSession, round_limits
 from ..harness import AgentResult, Dispatch
 from .cli import (
     APPROVAL_POLICY,
@@ -47,7 +42,6 @@ ROUND_SECONDS = 30 * 60
 #: A session id as Codex prints it (a UUID): the agent shares the CLI's stdout, so anything
 #: else is not given back to `exec resume`.
 _SESSION_ID = re.compile(r"[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}")
-_USAGE = ("calls", "input", "output", "cache_creation", "cache_read")
 
 
 class CodexHarness:
@@ -124,39 +118,18 @@ class CodexHarness:
         return skill_shadow_warnings(folder)
 
 
-class _Session(Conversation):
+class _Session(CliSession):
     """The shared conversation, each round played by one `codex exec` (resumed after the first)."""
 
-    def __init__(
-        self,
-        harness: CodexHarness,
-        dispatch: Dispatch,
-        *,
-        home: Path,
-        socket: Path,
-        lease: Lease,
-    ) -> None:
-        super().__init__(
-            dispatch.client, dispatch.agent, matches=rust_search, result=dispatch.result
-        )
-        self.harness = harness
-        self.dispatch = dispatch
-        self.home = home
-        self.socket = socket
-        self.lease = lease
+    error = CodexError
+
+    def __init__(self, harness: CodexHarness, dispatch: Dispatch, **where: Any) -> None:
+        super().__init__(harness, dispatch, **where)
         self.thread_id: str | None = None
-        self.rounds: list[dict[str, Any]] = []
-        self._pending = ""
-        self._synced = dict.fromkeys(_USAGE, 0)
-        self._api_seconds = 0.0
         self._staged = {
             skill.name: f"{SKILLS_DIR}/{skill.name}/SKILL.md"
             for skill in ([dispatch.skill] if dispatch.skill else []) + list(dispatch.siblings)
         }
-
-    def _say(self, text: str, round_: int, origin: dict[str, Any] | None = None) -> None:
-        super()._say(text, round_, origin)
-        self._pending = text
 
     def _round(self, round_: int) -> list[str] | None:
         """Play one round; the assistant's texts, None when the run's budget ran out."""
@@ -200,8 +173,7 @@ class _Session(Conversation):
 
     def _play_round(self, round_: int) -> tuple[list[dict[str, Any]], int | None]:
         """Run the CLI for one round, sandboxed; its JSONL events and exit status."""
-        seconds = self.harness.round_seconds
-        limits = sandbox.Limits(wall_seconds=seconds, cpu_seconds=2 * int(seconds) + 10)
+        limits = round_limits(self.harness.round_seconds)
         model = self.dispatch.agent.model
         argv = cli_arguments(
             self.harness.cli,
@@ -215,42 +187,15 @@ class _Session(Conversation):
         (self.home / ".codex" / "config.toml").write_text(
             config_toml(model=model, base_url=base_url), encoding="utf-8"
         )
-        ro_binds = [(self.socket, self.socket)]
-        ro_binds += [(folder, folder) for folder in agent_clis.node_folders(self.harness.cli)]
-        try:
-            process = sandbox.spawn(
-                argv,
-                folder=self.dispatch.env,
-                env=self._environment(),
-                limits=limits,
-                binds=[(self.home, self.home)],
-                ro_binds=ro_binds,
-                unsafe=not self.harness.sandboxed,
-                stdin=subprocess.DEVNULL,
-            )
-        except sandbox.SandboxError as exc:
-            raise CodexError(f"round {round_}: {exc}") from None
-        errors: deque[str] = deque(maxlen=20)
-        reader = threading.Thread(target=drain, args=(process.stderr, errors), daemon=True)
-        reader.start()
-        try:
-            events = list(read_events(process.stdout))
-            process.wait()
-        except StreamTooLarge as exc:
-            raise CodexError(f"round {round_}: {exc}; stopped") from None
-        finally:
-            sandbox.kill_tree(process)
-            reader.join(timeout=5)
-        if process.limit:
-            stopped = sandbox.describe(process.limit, limits)
-            raise CodexError(
-                f"round {round_}: the CLI was stopped: {stopped}",
-                timed_out=process.limit == "wall_seconds",
-            )
+        installed = [(folder, folder) for folder in agent_clis.node_folders(self.harness.cli)]
+        output = self.play_round(
+            argv, round_=round_, env=self._environment(), limits=limits, ro_binds=installed
+        )
+        events = output.events
         if not events:
-            detail = " ".join(" ".join(errors).split())[:300] or f"exit {process.returncode}"
+            detail = output.error_tail()
             raise CodexError(f"round {round_}: the CLI printed no events: {detail}")
-        return events, process.returncode
+        return events, output.returncode
 
     def _environment(self) -> dict[str, str]:
         return sandbox.allowed_environment(
@@ -262,21 +207,8 @@ class _Session(Conversation):
             home=self.home,
         )
 
-    def sync_usage(self) -> None:
-        """Bring the run's usage up to what the proxy counted (the CLI's every call)."""
-        tally = self.lease.tally
-        usage = self.result.usage
-        for name in _USAGE:
-            now = getattr(tally, name)
-            setattr(usage, name, getattr(usage, name) + now - self._synced[name])
-            self._synced[name] = now
-        if hasattr(self.dispatch.client, "seconds"):
-            self.dispatch.client.seconds += tally.upstream_seconds - self._api_seconds
-        self._api_seconds = tally.upstream_seconds
-
     def record(self, staged: Path | None) -> dict[str, Any]:
         """codex.json: the dispatch's provenance, isolation and API use."""
-        tally = self.lease.tally
         return {
             "harness": NAME,
             "cli_version": self.harness.version,
@@ -296,13 +228,6 @@ class _Session(Conversation):
                 "bundled_skills": "disabled",
                 "mcp_servers": [],
             },
-            "api": {
-                "wire": RESPONSES.name,
-                "calls": tally.calls,
-                "tokens": tally.tokens,
-                "requests": tally.requests,
-                "refused": tally.refused,
-                "refusal": self.lease.refusal,
-            },
+            "api": {"wire": RESPONSES.name, **self.api_record()},
             "rounds": self.rounds,
         }

@@ -4,28 +4,23 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
-import threading
-from collections import deque
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 
 from grading import sandbox
-from grading.graders.rustregex import rust_search
 from grading.sandbox import hostfiles
 from grading.sandbox.bridge import bridged
 from runs.untrusted_git import GitError
 
 from .. import agent_clis
-from ..apiproxy import ApiProxy, Lease
+from ..apiproxy import ApiProxy
 from ..claude_code.findings import skill_shadow_warnings, subject_name
 from ..claude_code.staging import stage_skill
-from ..claude_code.stream import StreamTooLarge, drain, read_events
-from ..conversation import Conversation
+from ..cli_session import CliSession, round_limits
 from ..harness import AgentResult, Dispatch
 from .cli import (
     ALLOWED_TOOLS,
@@ -46,7 +41,6 @@ from .wire import GEMINI
 #: A round (one CLI process) that runs longer than this is killed and the run errored.
 ROUND_SECONDS = 30 * 60
 DEFAULT_UPSTREAM = "https://generativelanguage.googleapis.com"
-_USAGE = ("calls", "input", "output", "cache_creation", "cache_read")
 #: A session id as the CLI prints it (a UUID); anything else is not passed to --resume.
 _SESSION_ID = re.compile(r"[0-9A-Za-z-]{8,64}")
 _MEND = Path(__file__).with_name("session_mend.py")
@@ -134,36 +128,15 @@ class GeminiHarness:
         return skill_shadow_warnings(folder)
 
 
-class _Session(Conversation):
+class _Session(CliSession):
     """The shared conversation, with each round played by one CLI process: the first starts
     a session, each follow-up resumes it (`--resume <session id>`)."""
 
-    def __init__(
-        self,
-        harness: GeminiHarness,
-        dispatch: Dispatch,
-        *,
-        home: Path,
-        socket: Path,
-        lease: Lease,
-    ) -> None:
-        super().__init__(
-            dispatch.client, dispatch.agent, matches=rust_search, result=dispatch.result
-        )
-        self.harness = harness
-        self.dispatch = dispatch
-        self.home = home
-        self.socket = socket
-        self.lease = lease
-        self.session_id: str | None = None
-        self.rounds: list[dict[str, Any]] = []
-        self._pending = ""
-        self._synced = dict.fromkeys(_USAGE, 0)
-        self._api_seconds = 0.0
+    error = GeminiError
 
-    def _say(self, text: str, round_: int, origin: dict[str, Any] | None = None) -> None:
-        super()._say(text, round_, origin)
-        self._pending = text
+    def __init__(self, harness: GeminiHarness, dispatch: Dispatch, **where: Any) -> None:
+        super().__init__(harness, dispatch, **where)
+        self.session_id: str | None = None
 
     def _round(self, round_: int) -> list[str] | None:
         """Play one round; the assistant's texts, None when the run's budget ran out."""
@@ -190,8 +163,7 @@ class _Session(Conversation):
             if self.session_id is None:
                 raise GeminiError(f"round {round_}: the CLI named no session to resume")
             self._mend_session(round_)
-        seconds = self.harness.round_seconds
-        limits = sandbox.Limits(wall_seconds=seconds, cpu_seconds=2 * int(seconds) + 10)
+        limits = round_limits(self.harness.round_seconds)
         argv = cli_arguments(
             self.harness.cli,
             model=self.dispatch.agent.model,
@@ -205,38 +177,10 @@ class _Session(Conversation):
             environment(self.home, base_url=base, key=self.lease.key), home=self.home
         )
         node = [(folder, folder) for folder in agent_clis.node_folders(self.harness.cli)]
-        try:
-            process = sandbox.spawn(
-                argv,
-                folder=self.dispatch.env,
-                env=env,
-                limits=limits,
-                binds=[(self.home, self.home)],
-                ro_binds=[(self.socket, self.socket), *node],
-                unsafe=not self.harness.sandboxed,
-                stdin=subprocess.DEVNULL,
-            )
-        except sandbox.SandboxError as exc:
-            raise GeminiError(f"round {round_}: {exc}") from None
-        errors: deque[str] = deque(maxlen=20)
-        reader = threading.Thread(target=drain, args=(process.stderr, errors), daemon=True)
-        reader.start()
-        try:
-            events = list(read_events(process.stdout))
-            process.wait()
-        except StreamTooLarge as exc:
-            raise GeminiError(f"round {round_}: {exc}; stopped") from None
-        finally:
-            sandbox.kill_tree(process)
-            reader.join(timeout=5)
-        if process.limit:
-            stopped = sandbox.describe(process.limit, limits)
-            raise GeminiError(
-                f"round {round_}: the CLI was stopped: {stopped}",
-                timed_out=process.limit == "wall_seconds",
-            )
+        output = self.play_round(argv, round_=round_, env=env, limits=limits, ro_binds=node)
+        events = output.events
         if not any(e.get("type") == "result" for e in events):
-            detail = " ".join(" ".join(errors).split())[:300] or f"exit {process.returncode}"
+            detail = output.error_tail()
             raise GeminiError(f"round {round_}: the CLI ended without a result: {detail}")
         return events
 
@@ -261,20 +205,7 @@ class _Session(Conversation):
                 said = sandbox.describe(outcome.limit, limits)
             raise GeminiError(f"round {round_}: could not prepare the session: {said}")
 
-    def sync_usage(self) -> None:
-        """Bring the run's usage up to what the proxy counted (the CLI's every call)."""
-        tally = self.lease.tally
-        usage = self.result.usage
-        for name in _USAGE:
-            now = getattr(tally, name)
-            setattr(usage, name, getattr(usage, name) + now - self._synced[name])
-            self._synced[name] = now
-        if hasattr(self.dispatch.client, "seconds"):
-            self.dispatch.client.seconds += tally.upstream_seconds - self._api_seconds
-        self._api_seconds = tally.upstream_seconds
-
     def artifacts(self, staged: Path | None) -> dict[str, Any]:
-        tally = self.lease.tally
         record = {
             "harness": NAME,
             "cli_version": self.harness.version,
@@ -289,12 +220,8 @@ class _Session(Conversation):
             },
             "api": {
                 "wire": GEMINI.name,
-                "calls": tally.calls,
-                "token_counts": tally.token_counts,
-                "tokens": tally.tokens,
-                "requests": tally.requests,
-                "refused": tally.refused,
-                "refusal": self.lease.refusal,
+                "token_counts": self.lease.tally.token_counts,
+                **self.api_record(),
             },
             "rounds": self.rounds,
         }
