@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
 
 from grading import sandbox
 from grading.anthropic_client import api_key, base_url
-from grading.sandbox import hostfiles
-from runs.untrusted_git import GitError
 
-from ..apiproxy import ApiProxy
-from ..cli_session import CliSession, round_limits
+from ..cli_session import CliHarness, CliSession, round_limits
 from ..harness import AgentResult, Dispatch
 from .cli import (
     ALLOWED_TOOLS,
@@ -29,17 +24,14 @@ from .cli import (
     cli_version,
 )
 from .findings import permission_denials_report, skill_shadow, skill_shadow_warnings, surface
-from .staging import stage_skill
 from .stream import round_summary, transcribe
 
-#: A round (one CLI process) that runs longer than this is killed and the run errored.
-ROUND_SECONDS = 30 * 60
 
-
-class ClaudeCodeHarness:
+class ClaudeCodeHarness(CliHarness):
     """Plays each run with the Claude Code CLI; one instance serves concurrent runs."""
 
     name = NAME
+    error = ClaudeCodeError
 
     @classmethod
     def problem(cls) -> str | None:
@@ -48,61 +40,19 @@ class ClaudeCodeHarness:
             return "--harness claude-code needs the extra: pip install -e '.[claude-code]'"
         return None
 
-    def __init__(
-        self,
-        *,
-        cli: Path | None = None,
-        unsafe: bool | None = None,
-        round_seconds: float = ROUND_SECONDS,
-    ) -> None:
-        found = cli or cli_path()
-        if found is None:
-            raise ClaudeCodeError("claude-code needs the extra: pip install -e '.[claude-code]'")
-        self.cli = found
-        self.version = cli_version(found)
-        #: None: as runevals was told (--unsafe-no-sandbox sets sandbox.unsandboxed).
-        self.unsafe = unsafe
-        self.round_seconds = round_seconds
+    @classmethod
+    def find_cli(cls) -> Path | None:
+        return cli_path()
 
-    @property
-    def sandboxed(self) -> bool:
-        return not (sandbox.is_unsandboxed() if self.unsafe is None else self.unsafe)
+    def cli_version(self, binary: Path) -> str:
+        return cli_version(binary)
 
-    def run(self, dispatch: Dispatch) -> AgentResult:
-        home = dispatch.env.with_name(dispatch.env.name + ".home")
-        # Unix socket paths are limited to ~107 bytes, so the socket gets a short folder.
-        socket_dir = Path(tempfile.mkdtemp(prefix="evalsite-api-"))
-        try:
-            shutil.rmtree(home, ignore_errors=True)
-            (home / ".claude").mkdir(parents=True)
-            try:
-                staged = stage_skill(dispatch)
-            except (
-                OSError,
-                GitError,
-                hostfiles.UntrustedPath,
-            ) as exc:  # GitError: a git baseline it could not read
-                raise ClaudeCodeError(f"could not stage the skill: {exc}") from None
-            # The same API, key and address as the runner's own client; only the proxy ever
-            # holds the key.
-            proxy = ApiProxy(
-                api_key=api_key(),
-                upstream=base_url(),
-                socket_path=socket_dir / "api.sock",
-            )
-            with proxy:
-                lease = proxy.lease(
-                    max_calls=dispatch.agent.max_calls, token_budget=dispatch.agent.token_budget
-                )
-                session = _Session(self, dispatch, home=home, socket=socket_dir, lease=lease)
-                try:
-                    return session.run(dispatch.case)
-                finally:
-                    session.sync_usage()
-                    artifacts(dispatch.result).update(session.artifacts(staged))
-        finally:
-            shutil.rmtree(home, ignore_errors=True)
-            shutil.rmtree(socket_dir, ignore_errors=True)
+    def api(self) -> tuple[str, str | None]:
+        # The same API, key and address as the runner's own client.
+        return api_key(), base_url()
+
+    def prepare(self, dispatch: Dispatch, home: Path, staged: Path | None) -> None:
+        (home / ".claude").mkdir()
 
     def finish_iteration(self, folder: Path) -> list[str]:
         """Gather what the runs found: permission-denials.json (eval-magic's file, which the
@@ -216,3 +166,6 @@ class _Session(CliSession):
             self.dispatch, staged=staged, surfaces=self.surfaces, loaded_from=self.loaded_from
         )
         return {"claude-code.json": record, "skill-shadow.json": shadow}
+
+
+ClaudeCodeHarness.session = _Session  # defined after the harness, which names it

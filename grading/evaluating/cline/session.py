@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from grading import sandbox
-from grading.sandbox import hostfiles
 from grading.sandbox.bridge import bridged
-from runs.untrusted_git import GitError
 
 from .. import agent_clis
-from ..apiproxy import ApiProxy
 from ..claude_code.findings import skill_shadow_warnings
-from ..claude_code.staging import stage_skill
-from ..cli_session import CliSession, round_limits
-from ..harness import AgentResult, Dispatch
+from ..cli_session import CliHarness, CliSession, round_limits
+from ..harness import Dispatch
 from . import wire
 from .cli import (
     ENVIRONMENT,
@@ -35,8 +29,6 @@ from .stream import partial_text, round_summary, transcribe
 
 #: Where Cline 3.0 discovers a workspace's skills (also .clinerules/skills and .agents/skills).
 SKILLS_DIR = ".cline/skills"
-#: A round (one CLI process) that runs longer than this is killed and the run errored.
-ROUND_SECONDS = 30 * 60
 #: Why a follow-up cannot be delivered (README, "Other harnesses").
 NO_RESUME = (
     "cline 3.0.65 cannot resume a session headless (--id forces its interactive mode, "
@@ -44,10 +36,13 @@ NO_RESUME = (
 )
 
 
-class ClineHarness:
+class ClineHarness(CliHarness):
     """Plays each run with the Cline CLI; one instance serves concurrent runs."""
 
     name = NAME
+    error = ClineError
+    skills_dir = SKILLS_DIR
+    wire = wire.CHAT
 
     @classmethod
     def problem(cls) -> str | None:
@@ -61,57 +56,20 @@ class ClineHarness:
             )
         return None
 
-    def __init__(
-        self,
-        *,
-        cli: Path | None = None,
-        unsafe: bool | None = None,
-        round_seconds: float = ROUND_SECONDS,
-    ) -> None:
-        found = cli or cli_path()
-        if found is None:
-            raise ClineError(agent_clis.missing(NAME))
-        self.cli = found.resolve()
-        self.version = cli_version(self.cli)
-        #: None: as runevals was told (--unsafe-no-sandbox sets sandbox.unsandboxed).
-        self.unsafe = unsafe
-        self.round_seconds = round_seconds
+    @classmethod
+    def find_cli(cls) -> Path | None:
+        found = cli_path()
+        return found.resolve() if found else None
 
-    @property
-    def sandboxed(self) -> bool:
-        return not (sandbox.is_unsandboxed() if self.unsafe is None else self.unsafe)
+    def cli_version(self, binary: Path) -> str:
+        return cli_version(binary)
 
-    def run(self, dispatch: Dispatch) -> AgentResult:
-        home = dispatch.env.with_name(dispatch.env.name + ".home")
-        # Unix socket paths are limited to ~107 bytes, so the socket gets a short folder.
-        socket_dir = Path(tempfile.mkdtemp(prefix="evalsite-api-"))
-        try:
-            shutil.rmtree(home, ignore_errors=True)
-            config_dir(home).mkdir(parents=True)
-            try:
-                staged = stage_skill(dispatch, skills_dir=SKILLS_DIR)
-            except (OSError, GitError, hostfiles.UntrustedPath) as exc:
-                raise ClineError(f"could not stage the skill: {exc}") from None
-            dispatch.result.artifacts["skill-shadow.json"] = skill_shadow(dispatch, staged=staged)
-            proxy = ApiProxy(
-                api_key=wire.api_key(),
-                upstream=wire.base_url(),
-                socket_path=socket_dir / "api.sock",
-                wire=wire.CHAT,
-            )
-            with proxy:
-                lease = proxy.lease(
-                    max_calls=dispatch.agent.max_calls, token_budget=dispatch.agent.token_budget
-                )
-                session = _Session(self, dispatch, home=home, socket=socket_dir, lease=lease)
-                try:
-                    return session.run(dispatch.case)
-                finally:
-                    session.sync_usage()
-                    dispatch.result.artifacts.update(session.artifacts(staged))
-        finally:
-            shutil.rmtree(home, ignore_errors=True)
-            shutil.rmtree(socket_dir, ignore_errors=True)
+    def api(self) -> tuple[str, str | None]:
+        return wire.api_key(), wire.base_url()
+
+    def prepare(self, dispatch: Dispatch, home: Path, staged: Path | None) -> None:
+        config_dir(home).mkdir(parents=True)
+        dispatch.result.artifacts["skill-shadow.json"] = skill_shadow(dispatch, staged=staged)
 
     def finish_iteration(self, folder: Path) -> list[str]:
         """The skill-shadow warning of the whole iteration (findings.py). No permission
@@ -191,3 +149,6 @@ class _Session(CliSession):
             "rounds": self.rounds,
         }
         return {"cline.json": record}
+
+
+ClineHarness.session = _Session  # defined after the harness, which names it

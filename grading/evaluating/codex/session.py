@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from grading import sandbox
-from grading.sandbox import hostfiles
 from grading.sandbox.bridge import bridged
-from runs.untrusted_git import GitError
 
 from .. import agent_clis
-from ..apiproxy import ApiProxy
 from ..claude_code.findings import skill_shadow_warnings, subject_name
-from ..claude_code.staging import stage_skill
-from ..cli_session import CliSession, round_limits
-from ..harness import AgentResult, Dispatch
+from ..cli_session import CliHarness, CliSession, round_limits
+from ..harness import Dispatch
 from .cli import (
     APPROVAL_POLICY,
     DISABLED_FEATURES,
@@ -38,16 +32,18 @@ from .wire import RESPONSES, api_key, upstream
 #: root, beside `$CODEX_HOME/skills` and `~/.agents/skills`, both fresh and empty here, and
 #: its bundled system skills, turned off in config.toml).
 SKILLS_DIR = ".agents/skills"
-ROUND_SECONDS = 30 * 60
 #: A session id as Codex prints it (a UUID): the agent shares the CLI's stdout, so anything
 #: else is not given back to `exec resume`.
 _SESSION_ID = re.compile(r"[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}")
 
 
-class CodexHarness:
+class CodexHarness(CliHarness):
     """Plays each run with the Codex CLI; one instance serves concurrent runs."""
 
     name = NAME
+    error = CodexError
+    skills_dir = SKILLS_DIR
+    wire = RESPONSES
     #: Codex has no skill tool: no `__skill_invoked` is graded (events.py says what is kept).
     observes_skill_calls = False
 
@@ -60,58 +56,22 @@ class CodexHarness:
             return "OPENAI_API_KEY is not set: --harness codex needs it to call the OpenAI API"
         return None
 
-    def __init__(
-        self,
-        *,
-        cli: Path | None = None,
-        unsafe: bool | None = None,
-        round_seconds: float = ROUND_SECONDS,
-    ) -> None:
-        found = cli or agent_clis.cli_path(NAME)
-        if found is None:
-            raise CodexError(agent_clis.missing(NAME))
-        self.cli = found
-        self.version = agent_clis.cli_version(found).removeprefix("codex-cli ").strip()
-        self.unsafe = unsafe
-        self.round_seconds = round_seconds
+    @classmethod
+    def find_cli(cls) -> Path | None:
+        return agent_clis.cli_path(NAME)
 
-    @property
-    def sandboxed(self) -> bool:
-        return not (sandbox.is_unsandboxed() if self.unsafe is None else self.unsafe)
+    def cli_version(self, binary: Path) -> str:
+        return agent_clis.cli_version(binary).removeprefix("codex-cli ").strip()
 
-    def run(self, dispatch: Dispatch) -> AgentResult:
-        home = dispatch.env.with_name(dispatch.env.name + ".home")
-        socket_dir = Path(tempfile.mkdtemp(prefix="evalsite-api-"))
-        try:
-            shutil.rmtree(home, ignore_errors=True)
-            (home / ".codex").mkdir(parents=True)
-            try:
-                staged = stage_skill(dispatch, skills_dir=SKILLS_DIR)
-            except (OSError, GitError, hostfiles.UntrustedPath) as exc:
-                raise CodexError(f"could not stage the skill: {exc}") from None
-            # What Codex will list, before the agent can change it.
-            name = dispatch.skill.name if dispatch.skill else subject_name(dispatch)
-            shadow = skill_shadow(dispatch.env, SKILLS_DIR, name=name, staged=staged)
-            proxy = ApiProxy(
-                api_key=api_key(),
-                upstream=upstream(),
-                socket_path=socket_dir / "api.sock",
-                wire=RESPONSES,
-            )
-            with proxy:
-                lease = proxy.lease(
-                    max_calls=dispatch.agent.max_calls, token_budget=dispatch.agent.token_budget
-                )
-                session = _Session(self, dispatch, home=home, socket=socket_dir, lease=lease)
-                try:
-                    return session.run(dispatch.case)
-                finally:
-                    session.sync_usage()
-                    dispatch.result.artifacts["codex.json"] = session.record(staged)
-                    dispatch.result.artifacts["skill-shadow.json"] = shadow
-        finally:
-            shutil.rmtree(home, ignore_errors=True)
-            shutil.rmtree(socket_dir, ignore_errors=True)
+    def api(self) -> tuple[str, str | None]:
+        return api_key(), upstream()
+
+    def prepare(self, dispatch: Dispatch, home: Path, staged: Path | None) -> None:
+        (home / ".codex").mkdir()
+        # What Codex will list, before the agent can change it.
+        name = dispatch.skill.name if dispatch.skill else subject_name(dispatch)
+        shadow = skill_shadow(dispatch.env, SKILLS_DIR, name=name, staged=staged)
+        dispatch.result.artifacts["skill-shadow.json"] = shadow
 
     def finish_iteration(self, folder: Path) -> list[str]:
         """The skill-shadow warning of the whole iteration (shadow.py)."""
@@ -207,8 +167,11 @@ class _Session(CliSession):
             home=self.home,
         )
 
-    def record(self, staged: Path | None) -> dict[str, Any]:
+    def artifacts(self, staged: Path | None) -> dict[str, Any]:
         """codex.json: the dispatch's provenance, isolation and API use."""
+        return {"codex.json": self.record(staged)}
+
+    def record(self, staged: Path | None) -> dict[str, Any]:
         return {
             "harness": NAME,
             "cli_version": self.harness.version,
@@ -231,3 +194,6 @@ class _Session(CliSession):
             "api": {"wire": RESPONSES.name, **self.api_record()},
             "rounds": self.rounds,
         }
+
+
+CodexHarness.session = _Session  # defined after the harness, which names it

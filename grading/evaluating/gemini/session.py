@@ -5,23 +5,18 @@ from __future__ import annotations
 import re
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 
 from grading import sandbox
-from grading.sandbox import hostfiles
 from grading.sandbox.bridge import bridged
-from runs.untrusted_git import GitError
 
 from .. import agent_clis
-from ..apiproxy import ApiProxy
 from ..claude_code.findings import skill_shadow_warnings, subject_name
-from ..claude_code.staging import stage_skill
-from ..cli_session import CliSession, round_limits
-from ..harness import AgentResult, Dispatch
+from ..cli_session import CliHarness, CliSession, round_limits
+from ..harness import Dispatch
 from .cli import (
     ALLOWED_TOOLS,
     APPROVAL_MODE,
@@ -38,8 +33,6 @@ from .shadow import skill_shadow
 from .stream import round_summary, transcribe
 from .wire import GEMINI
 
-#: A round (one CLI process) that runs longer than this is killed and the run errored.
-ROUND_SECONDS = 30 * 60
 DEFAULT_UPSTREAM = "https://generativelanguage.googleapis.com"
 #: A session id as the CLI prints it (a UUID); anything else is not passed to --resume.
 _SESSION_ID = re.compile(r"[0-9A-Za-z-]{8,64}")
@@ -54,10 +47,17 @@ def base_url() -> str:
     return str(settings.GOOGLE_GEMINI_BASE_URL) or DEFAULT_UPSTREAM
 
 
-class GeminiHarness:
+class GeminiHarness(CliHarness):
     """Plays each run with Gemini CLI; one instance serves concurrent runs."""
 
     name = NAME
+    error = GeminiError
+    skills_dir = SKILLS_DIR
+    wire = GEMINI
+
+    @classmethod
+    def find_cli(cls) -> Path | None:
+        return cli_path()
 
     @classmethod
     def problem(cls) -> str | None:
@@ -68,60 +68,17 @@ class GeminiHarness:
             return "--harness gemini needs GEMINI_API_KEY (the Gemini API key) to be set"
         return None
 
-    def __init__(
-        self,
-        *,
-        cli: Path | None = None,
-        unsafe: bool | None = None,
-        round_seconds: float = ROUND_SECONDS,
-    ) -> None:
-        found = cli or cli_path()
-        if found is None:
-            raise GeminiError(agent_clis.missing(NAME))
-        self.cli = found
-        self.version = cli_version(found)
-        #: None: as runevals was told (--unsafe-no-sandbox sets sandbox.unsandboxed).
-        self.unsafe = unsafe
-        self.round_seconds = round_seconds
+    def cli_version(self, binary: Path) -> str:
+        return cli_version(binary)
 
-    @property
-    def sandboxed(self) -> bool:
-        return not (sandbox.is_unsandboxed() if self.unsafe is None else self.unsafe)
+    def api(self) -> tuple[str, str | None]:
+        return api_key(), base_url()
 
-    def run(self, dispatch: Dispatch) -> AgentResult:
-        home = dispatch.env.with_name(dispatch.env.name + ".home")
-        # Unix socket paths are limited to ~107 bytes, so the socket gets a short folder.
-        socket_dir = Path(tempfile.mkdtemp(prefix="evalsite-api-"))
-        try:
-            shutil.rmtree(home, ignore_errors=True)
-            home.mkdir(parents=True)
-            write_home(home)
-            try:
-                staged = stage_skill(dispatch, skills_dir=SKILLS_DIR)
-            except (OSError, GitError, hostfiles.UntrustedPath) as exc:
-                raise GeminiError(f"could not stage the skill: {exc}") from None
-            name = dispatch.skill.name if dispatch.skill else subject_name(dispatch)
-            shadow = skill_shadow(dispatch.env, name=name, staged=staged)
-            proxy = ApiProxy(
-                api_key=api_key(),
-                upstream=base_url(),
-                socket_path=socket_dir / "api.sock",
-                wire=GEMINI,
-            )
-            with proxy:
-                lease = proxy.lease(
-                    max_calls=dispatch.agent.max_calls, token_budget=dispatch.agent.token_budget
-                )
-                session = _Session(self, dispatch, home=home, socket=socket_dir, lease=lease)
-                try:
-                    return session.run(dispatch.case)
-                finally:
-                    session.sync_usage()
-                    dispatch.result.artifacts.update(session.artifacts(staged))
-                    dispatch.result.artifacts["skill-shadow.json"] = shadow
-        finally:
-            shutil.rmtree(home, ignore_errors=True)
-            shutil.rmtree(socket_dir, ignore_errors=True)
+    def prepare(self, dispatch: Dispatch, home: Path, staged: Path | None) -> None:
+        write_home(home)
+        name = dispatch.skill.name if dispatch.skill else subject_name(dispatch)
+        shadow = skill_shadow(dispatch.env, name=name, staged=staged)
+        dispatch.result.artifacts["skill-shadow.json"] = shadow
 
     def finish_iteration(self, folder: Path) -> list[str]:
         """The skill-shadow warning of the iteration, from its runs' skill-shadow.json."""
@@ -226,3 +183,6 @@ class _Session(CliSession):
             "rounds": self.rounds,
         }
         return {"gemini.json": record}
+
+
+GeminiHarness.session = _Session  # defined after the harness, which names it

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from grading import sandbox
 from grading.anthropic_client import api_key, base_url
-from grading.sandbox import hostfiles
 from grading.sandbox.bridge import bridged
-from runs.untrusted_git import GitError
 
 from .. import agent_clis
-from ..apiproxy import ApiProxy
-from ..claude_code.staging import stage_skill
-from ..cli_session import CliSession, RoundOutput, round_limits
-from ..harness import AgentResult, Dispatch
+from ..cli_session import CliHarness, CliSession, RoundOutput, round_limits
+from ..harness import Dispatch
 from .cli import (
     ENVIRONMENT,
     NAME,
@@ -31,17 +26,17 @@ from .cli import (
 )
 from .stream import RoundTranscript, transcribe
 
-#: A round (one CLI process) that runs longer than this is killed and the run errored.
-ROUND_SECONDS = 30 * 60
 #: The CLI's data memory per process. Bun sizes its heap by this limit: under the sandbox's
 #: default 2 GiB a one-call round took 18 s instead of 7 (measured), collecting all along.
 MEMORY_BYTES = 4 * 1024**3
 
 
-class OpenCodeHarness:
+class OpenCodeHarness(CliHarness):
     """Plays each run with the OpenCode CLI; one instance serves concurrent runs."""
 
     name = NAME
+    error = OpenCodeError
+    skills_dir = SKILLS_DIR
 
     @classmethod
     def problem(cls) -> str | None:
@@ -59,53 +54,16 @@ class OpenCodeHarness:
             )
         return None
 
-    def __init__(
-        self,
-        *,
-        cli: Path | None = None,
-        unsafe: bool | None = None,
-        round_seconds: float = ROUND_SECONDS,
-    ) -> None:
-        found = cli or cli_path()
-        if found is None:
-            raise OpenCodeError(agent_clis.missing(NAME))
-        self.cli = found
-        self.version = agent_clis.cli_version(found)
-        #: None: as runevals was told (--unsafe-no-sandbox sets sandbox.unsandboxed).
-        self.unsafe = unsafe
-        self.round_seconds = round_seconds
+    @classmethod
+    def find_cli(cls) -> Path | None:
+        return cli_path()
 
-    @property
-    def sandboxed(self) -> bool:
-        return not (sandbox.is_unsandboxed() if self.unsafe is None else self.unsafe)
+    def cli_version(self, binary: Path) -> str:
+        return agent_clis.cli_version(binary)
 
-    def run(self, dispatch: Dispatch) -> AgentResult:
-        home = dispatch.env.with_name(dispatch.env.name + ".home")
-        # Unix socket paths are limited to ~107 bytes, so the socket gets a short folder.
-        socket_dir = Path(tempfile.mkdtemp(prefix="evalsite-api-"))
-        try:
-            shutil.rmtree(home, ignore_errors=True)
-            home.mkdir(parents=True)
-            try:
-                staged = stage_skill(dispatch, skills_dir=SKILLS_DIR)
-            except (OSError, GitError, hostfiles.UntrustedPath) as exc:
-                raise OpenCodeError(f"could not stage the skill: {exc}") from None
-            proxy = ApiProxy(
-                api_key=api_key(), upstream=base_url(), socket_path=socket_dir / "api.sock"
-            )
-            with proxy:
-                lease = proxy.lease(
-                    max_calls=dispatch.agent.max_calls, token_budget=dispatch.agent.token_budget
-                )
-                session = _Session(self, dispatch, home=home, socket=socket_dir, lease=lease)
-                try:
-                    return session.run(dispatch.case)
-                finally:
-                    session.sync_usage()
-                    dispatch.result.artifacts.update(session.artifacts(staged))
-        finally:
-            shutil.rmtree(home, ignore_errors=True)
-            shutil.rmtree(socket_dir, ignore_errors=True)
+    def api(self) -> tuple[str, str | None]:
+        # The same API, key and address as the runner's own client.
+        return api_key(), base_url()
 
     def finish_iteration(self, folder: Path) -> list[str]:
         """Nothing to gather: each run's opencode.json says what it did."""
@@ -195,3 +153,6 @@ def _summary(round_: int, read: RoundTranscript, returncode: int) -> dict[str, A
         "cli_reported_tokens": read.cli_reported_tokens,
         "tool_errors": read.tool_errors,
     }
+
+
+OpenCodeHarness.session = _Session  # defined after the harness, which names it
