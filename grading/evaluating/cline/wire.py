@@ -22,6 +22,8 @@ from typing import Any, Final
 
 from django.conf import settings
 
+from ..apibudget import UsageMeter
+
 CHAT_COMPLETIONS: Final = "/chat/completions"
 #: The CLI (3.0.65) calls only this: no model listing, no token counting for this provider.
 ROUTES: Final = frozenset({("POST", CHAT_COMPLETIONS)})
@@ -47,38 +49,16 @@ def base_url() -> str:
     return str(settings.OPENAI_BASE_URL) or DEFAULT_UPSTREAM
 
 
-class ChatUsageMeter:
-    """The usage of one chat-completions answer, read as it is relayed (bounded memory)."""
-
-    MAX_JSON = 8 * 1024 * 1024
-    MAX_LINE = 1024 * 1024
+class ChatUsageMeter(UsageMeter):
+    """The usage of one chat-completions answer, read as it is relayed (bounded memory, as
+    UsageMeter reads a stream): the last `usage` object of its chunks (the one
+    `stream_options.include_usage` adds), or of its JSON body."""
 
     def __init__(self, content_type: str) -> None:
-        self.streaming = content_type.startswith("text/event-stream")
-        self.complete = False
-        self._buffer = bytearray()
-        self._skipping_line = False
+        super().__init__(content_type)
         self._raw: dict[str, Any] | None = None
 
-    def feed(self, chunk: bytes) -> None:
-        if not self.streaming:
-            self._buffer += chunk[: self.MAX_JSON - len(self._buffer)]
-            return
-        if self._skipping_line:
-            end = chunk.find(b"\n")
-            if end < 0:
-                return
-            chunk, self._skipping_line = chunk[end + 1 :], False
-        self._buffer += chunk
-        *lines, pending = self._buffer.split(b"\n")
-        for line in lines:
-            if line.startswith(b"data:"):
-                self._take(bytes(line[5:].strip()))
-        if len(pending) > self.MAX_LINE:
-            pending, self._skipping_line = bytearray(), True
-        self._buffer = pending
-
-    def _take(self, data: bytes) -> None:
+    def _event(self, data: bytes) -> None:
         if not data or data == b"[DONE]":
             return
         with contextlib.suppress(ValueError):
@@ -88,7 +68,7 @@ class ChatUsageMeter:
 
     def usage(self) -> dict[str, int]:
         if not self.streaming and self._buffer:
-            self._take(bytes(self._buffer))
+            self._event(bytes(self._buffer))
             self._buffer = bytearray()
         return messages_usage(self._raw)
 
