@@ -182,85 +182,59 @@ class Command(BaseCommand):
             sandbox=not options["unsafe_no_sandbox"],
             alerts=not options["no_alerts"],
         )
-        given = {name for name in TRIGGERS_ONLY if options[name] not in (None, False)}
         if len(combos) > 1:
             if options["triggers"]:
                 raise CommandError(
                     "--triggers takes one harness and one model", returncode=COULD_NOT_RUN
                 )
-            self._axes(how, combos, options, log)
+            self._evals(how, options, log, combos=combos)
             return
         options["model"] = combos[0].model
         if options["triggers"]:
             self._triggers(how, options, log)
             return
-        if given:
-            flags = ", ".join(f"--{name.replace('_', '-')}" for name in sorted(given))
-            raise CommandError(f"{flags}: only with --triggers", returncode=COULD_NOT_RUN)
-        check_report_arguments(options, returncode=COULD_NOT_RUN)
-        try:
-            with CommandProgress(log, lines=False) as shown:
-                result = run_evals(
-                    skill_dirs=options["skill_dirs"],
-                    options=how,
-                    agent_model=options["model"],
-                    judge_model=options["judge_model"],
-                    mode=options["mode"],
-                    baseline=options["baseline"],
-                    runs=options["runs"] or 1,
-                    only=[x for x in (options["only"] or "").split(",") if x.strip()],
-                    dry_run=options["dry_run"],
-                    queue=options["queue"],
-                    wait_until_imported=options["wait"],
-                    resume=options["resume"],
-                    max_cost=options["max_cost"],
-                    max_tokens=options["max_tokens"],
-                    progress=functools.partial(_show, shown),
-                    tell=log.write,
-                    warn=self.stderr.write,
-                )
-            self.stdout.write(result.summary(as_json=options["json"]))
-            imported = [
-                Iteration.objects.select_related("skill").get(
-                    skill__name=report["skill"], number=report["iteration"]
-                )
-                for report in result.reports
-            ]
-            write_reports(imported, options, self.stdout, returncode=COULD_NOT_RUN)
-            result.check(fail_on_regression=options["fail_on_regression"])
-        except CampaignError as exc:
-            raise CommandError(str(exc), returncode=exc.returncode) from None
+        self._evals(how, options, log)
 
-    def _axes(
-        self, how: CampaignOptions, combos: list[Combination], options: dict[str, Any], log: Any
+    def _evals(
+        self,
+        how: CampaignOptions,
+        options: dict[str, Any],
+        log: Any,
+        *,
+        combos: list[Combination] | None = None,
     ) -> None:
-        """Each harness × model its own campaign (grading/campaigns/axes.py)."""
+        """The eval campaign; with `combos`, each harness × model its own campaign
+        (grading/campaigns/axes.py)."""
         given = {name for name in TRIGGERS_ONLY if options[name] not in (None, False)}
         if given:
             flags = ", ".join(f"--{name.replace('_', '-')}" for name in sorted(given))
             raise CommandError(f"{flags}: only with --triggers", returncode=COULD_NOT_RUN)
         check_report_arguments(options, returncode=COULD_NOT_RUN)
+        common = {
+            "skill_dirs": options["skill_dirs"],
+            "options": how,
+            "judge_model": options["judge_model"],
+            "mode": options["mode"],
+            "baseline": options["baseline"],
+            "runs": options["runs"] or 1,
+            "only": [x for x in (options["only"] or "").split(",") if x.strip()],
+            "dry_run": options["dry_run"],
+            "queue": options["queue"],
+            "wait_until_imported": options["wait"],
+            "resume": options["resume"],
+            "max_cost": options["max_cost"],
+            "max_tokens": options["max_tokens"],
+            "warn": self.stderr.write,
+        }
         try:
             with CommandProgress(log, lines=False) as shown:
-                result = run_axes(
-                    skill_dirs=options["skill_dirs"],
-                    options=how,
-                    combos=combos,
-                    judge_model=options["judge_model"],
-                    mode=options["mode"],
-                    baseline=options["baseline"],
-                    runs=options["runs"] or 1,
-                    only=[x for x in (options["only"] or "").split(",") if x.strip()],
-                    dry_run=options["dry_run"],
-                    queue=options["queue"],
-                    wait_until_imported=options["wait"],
-                    resume=options["resume"],
-                    max_cost=options["max_cost"],
-                    max_tokens=options["max_tokens"],
-                    progress=functools.partial(_show, shown),
-                    tell=shown.line,
-                    warn=self.stderr.write,
-                )
+                progress = functools.partial(_show, shown)
+                if combos is None:
+                    result = run_evals(
+                        **common, agent_model=options["model"], progress=progress, tell=log.write
+                    )
+                else:
+                    result = run_axes(**common, combos=combos, progress=progress, tell=shown.line)
             self.stdout.write(result.summary(as_json=options["json"]))
             imported = [
                 Iteration.objects.select_related("skill").get(
