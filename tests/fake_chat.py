@@ -31,16 +31,16 @@ import contextlib
 import hashlib
 import itertools
 import json
-import socket
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
+
+from tests.fakeserver import FakeHTTPServer, ScriptedFake
 
 API_KEY = "test-openai-key"
 _ids = itertools.count(1)
@@ -193,8 +193,10 @@ def auto_reply(request: ChatRequest) -> Outcome:
 # --- the server --------------------------------------------------------------------------
 
 
-class FakeChat:
+class FakeChat(ScriptedFake[ChatRequest, Outcome]):
     """The fake API server; a context manager. `base_url` ends in /v1, as OpenAI's does."""
+
+    name = "fakechat"
 
     def __init__(
         self,
@@ -204,95 +206,28 @@ class FakeChat:
         api_key: str = API_KEY,
         models: Sequence[str] = ("gpt-fake",),
     ) -> None:
-        self.delay = delay
+        super().__init__(script, delay=delay)
         self.api_key = api_key
         self.models = list(models)
-        self.requests: list[ChatRequest] = []
-        self.errors: list[str] = []
-        self._queue: deque[Outcome] = deque()
-        self._responder: Responder | None = None
-        self.script = script
-        self._calls = 0
         self.waiting = 0
         self.peak_waiting = 0
         self._seen: set[str] = set()
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def script(self) -> Sequence[Outcome] | Responder:
-        return self._responder or tuple(self._queue)
-
-    @script.setter
-    def script(self, script: Sequence[Outcome] | Responder) -> None:
-        if callable(script):
-            self._responder, self._queue = script, deque()
-        else:
-            self._responder, self._queue = None, deque(script)
-
-    @property
-    def calls(self) -> int:
-        return self._calls
 
     @property
     def chat_requests(self) -> list[ChatRequest]:
         return [r for r in self.requests if r.call]
 
     @property
-    def url(self) -> str:
-        assert self._server is not None, "start() the fake API first"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    @property
     def base_url(self) -> str:
         return self.url + "/v1"
 
-    def start(self) -> FakeChat:
-        self._server = _Server(self)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fakechat"
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is None:
-            return
-        self._stopping.set()
-        self._server.shutdown()
-        threads = self._server.close_connections()
-        self._server.server_close()
-        for thread in [*threads, self._thread]:
-            if thread is not None:
-                thread.join(timeout=5)
-        self._server = None
-
-    def __enter__(self) -> FakeChat:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
     # answering
     def answer(self, request: ChatRequest) -> Outcome:
-        with self._lock:
-            self.requests.append(request)
-            self._calls += 1
-            request.call = self._calls
+        self.record(request, call=True)
         problem = self._reject(request)
         if problem is not None:
             return problem
-        if self._responder is None:
-            with self._lock:
-                if self._queue:
-                    return self._queue.popleft()
-            return self._script_error(f"call {request.call}: script exhausted")
-        try:
-            return self._responder(request)
-        except Exception as error:  # a broken script: say so instead of hanging the client
-            return self._script_error(f"call {request.call}: script failed: {error!r}")
+        return self.scripted(request)
 
     def _script_error(self, message: str) -> Fault:
         self.errors.append(message)
@@ -379,50 +314,11 @@ def _malformed(body: Any) -> str | None:
     return None
 
 
-class _Server(HTTPServer):
-    request_queue_size = 128
-
-    def __init__(self, fake: FakeChat) -> None:
-        self.fake = fake
-        self.connections: dict[threading.Thread, socket.socket] = {}
-        self._numbers = itertools.count(1)
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        thread = threading.Thread(
-            target=self._serve_connection,
-            args=(request, client_address),
-            name=f"fakechat-conn-{next(self._numbers)}",
-            daemon=True,
-        )
-        with self.fake._lock:
-            self.connections[thread] = request
-        thread.start()
-
-    def _serve_connection(self, request: Any, client_address: Any) -> None:
-        try:
-            self.finish_request(request, client_address)
-        except OSError:
-            pass
-        finally:
-            self.shutdown_request(request)
-            with self.fake._lock:
-                self.connections.pop(threading.current_thread(), None)
-
-    def close_connections(self) -> list[threading.Thread]:
-        with self.fake._lock:
-            connections = list(self.connections.items())
-        for _thread, sock in connections:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-        return [thread for thread, _sock in connections]
-
-
 class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     protocol_version = "HTTP/1.1"
     timeout = 30
-    server: _Server
+    server: FakeHTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -520,6 +416,9 @@ class _Handler(BaseHTTPRequestHandler):
             event = f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n".encode()
             self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
         self.wfile.write(b"0\r\n\r\n")
+
+
+FakeChat.handler = _Handler
 
 
 def _envelope(request: ChatRequest, kind: str) -> dict[str, Any]:

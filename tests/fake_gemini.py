@@ -23,20 +23,18 @@ the test if any remain.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-import socket
-import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
+
+from tests.fakeserver import FakeHTTPServer, ScriptedFake
 
 # --- what the server answers -------------------------------------------------------------
 
@@ -177,79 +175,20 @@ class GeminiRequest:
 # --- the server --------------------------------------------------------------------------
 
 
-class FakeGemini:
-    """The fake API server; a context manager. `url` is the base URL to give the client."""
+class FakeGemini(ScriptedFake[GeminiRequest, Outcome]):
+    """The fake API server; a context manager. `url` is the base URL to give the client.
+    Its `delay` is added to every generate call's answer; `calls` counts generate calls
+    (countTokens not counted)."""
 
-    def __init__(self, script: Sequence[Outcome] | Responder = (), *, delay: float = 0.0) -> None:
-        self.delay = delay  # added to every generate call's answer
-        self.requests: list[GeminiRequest] = []
-        self.errors: list[str] = []
-        self._queue: deque[Outcome] = deque()
-        self._responder: Responder | None = None
-        self.script = script
-        self._calls = 0
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def script(self) -> Sequence[Outcome] | Responder:
-        return self._responder or tuple(self._queue)
-
-    @script.setter
-    def script(self, script: Sequence[Outcome] | Responder) -> None:
-        if callable(script):
-            self._responder, self._queue = script, deque()
-        else:
-            self._responder, self._queue = None, deque(script)
-
-    @property
-    def calls(self) -> int:
-        """How many generate calls arrived (countTokens not counted)."""
-        return self._calls
+    name = "fakegemini"
 
     @property
     def generate_requests(self) -> list[GeminiRequest]:
         return [r for r in self.requests if r.call]
 
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "start() the fake API first"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def start(self) -> FakeGemini:
-        self._server = _Server(self)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fakegemini"
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is None:
-            return
-        self._stopping.set()
-        self._server.shutdown()
-        self._server.close_connections()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server = None
-
-    def __enter__(self) -> FakeGemini:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
     def answer(self, request: GeminiRequest) -> Outcome:
         """Decide the answer to one request (called concurrently from connection threads)."""
-        with self._lock:
-            self.requests.append(request)
-            if request.action in GENERATE:
-                self._calls += 1
-                request.call = self._calls
+        self.record(request, call=request.action in GENERATE)
         problem = rejection(request)
         if problem is not None:
             self.errors.append(f"{request.method} {request.path}: rejected: {problem}")
@@ -257,15 +196,7 @@ class FakeGemini:
             return api_error(status, problem)
         if request.action == "countTokens":
             return Reply((), usage={"totalTokens": _prompt_tokens(request.body)})
-        if self._responder is None:
-            with self._lock:
-                if self._queue:
-                    return self._queue.popleft()
-            return self._script_error(f"call {request.call}: script exhausted")
-        try:
-            return self._responder(request)
-        except Exception as error:  # a broken script: say so instead of hanging the client
-            return self._script_error(f"call {request.call}: script failed: {error!r}")
+        return self.scripted(request)
 
     def _script_error(self, message: str) -> Fault:
         self.errors.append(message)
@@ -364,45 +295,11 @@ def stream_chunks(reply_: Reply, usage: Mapping[str, int]) -> list[dict[str, Any
     return chunks
 
 
-class _Server(HTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-
-    def __init__(self, fake: FakeGemini) -> None:
-        self.fake = fake
-        self.open: set[socket.socket] = set()
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self.fake._lock:
-            self.open.add(request)
-        threading.Thread(
-            target=self._serve, args=(request, client_address), name="fakegemini-conn", daemon=True
-        ).start()
-
-    def _serve(self, request: Any, client_address: Any) -> None:
-        try:
-            self.finish_request(request, client_address)
-        except OSError:
-            pass
-        finally:
-            self.shutdown_request(request)
-            with self.fake._lock:
-                self.open.discard(request)
-
-    def close_connections(self) -> None:
-        with self.fake._lock:
-            connections = list(self.open)
-        for sock in connections:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-
-
 class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     protocol_version = "HTTP/1.1"
     timeout = 30
-    server: _Server
+    server: FakeHTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -473,6 +370,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("content-length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+
+FakeGemini.handler = _Handler
 
 
 # --- pytest ------------------------------------------------------------------------------

@@ -28,14 +28,14 @@ import contextlib
 import hashlib
 import itertools
 import json
-import socket
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
+
+from tests.fakeserver import FakeHTTPServer, ScriptedFake
 
 _ids = itertools.count(1)
 RESPONSES = "/v1/responses"
@@ -219,8 +219,11 @@ def conversation(*steps: Outcome) -> Responder:
 # --- the server --------------------------------------------------------------------------
 
 
-class FakeResponses:
-    """The fake API server; a context manager. `url` is the base URL, ending in /v1."""
+class FakeResponses(ScriptedFake[RecordedRequest, Outcome]):
+    """The fake API server; a context manager. `url` is the base URL, ending in /v1; its
+    `delay` is added to every answer of POST /v1/responses, which `calls` counts."""
+
+    name = "fakeresp"
 
     def __init__(
         self,
@@ -230,36 +233,10 @@ class FakeResponses:
         delay: float = 0.0,
         models: Sequence[str] = ("gpt-fake",),
     ) -> None:
+        super().__init__(script, delay=delay)
         self.api_key = api_key
-        self.delay = delay  # added to every answer of POST /v1/responses
         self.models = tuple(models)
-        self.requests: list[RecordedRequest] = []
-        self.errors: list[str] = []
-        self._queue: deque[Outcome] = deque()
-        self._responder: Responder | None = None
-        self.script = script
-        self._calls = 0
         self._cache: set[str] = set()
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def script(self) -> Sequence[Outcome] | Responder:
-        return self._responder or tuple(self._queue)
-
-    @script.setter
-    def script(self, script: Sequence[Outcome] | Responder) -> None:
-        if callable(script):
-            self._responder, self._queue = script, deque()
-        else:
-            self._responder, self._queue = None, deque(script)
-
-    @property
-    def calls(self) -> int:
-        """How many POST /v1/responses attempts arrived."""
-        return self._calls
 
     @property
     def response_requests(self) -> list[RecordedRequest]:
@@ -267,57 +244,19 @@ class FakeResponses:
 
     @property
     def url(self) -> str:
-        assert self._server is not None, "start() the fake API first"
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def start(self) -> FakeResponses:
-        self._server = _Server(self)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fakeresp"
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is None:
-            return
-        self._stopping.set()
-        self._server.shutdown()
-        self._server.close_connections()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server = None
-
-    def __enter__(self) -> FakeResponses:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+        return super().url + "/v1"
 
     # answering
     def answer(self, request: RecordedRequest) -> Outcome:
         """Decide the answer to one request (called concurrently from connection threads)."""
-        with self._lock:
-            self.requests.append(request)
-            if request.path == RESPONSES:
-                self._calls += 1
-                request.call = self._calls
+        self.record(request, call=request.path == RESPONSES)
         problem = self._reject(request)
         if problem is not None:
             self.errors.append(f"{request.method} {request.path}: rejected: {problem[1]}")
             return api_error(problem[0], "invalid_request_error", problem[1])
         if request.path == MODELS:
             return Reply(())
-        if self._responder is None:
-            with self._lock:
-                if self._queue:
-                    return self._queue.popleft()
-            return self._script_error(f"call {request.call}: script exhausted")
-        try:
-            return self._responder(request)
-        except Exception as error:  # a broken script: say so instead of hanging the client
-            return self._script_error(f"call {request.call}: script failed: {error!r}")
+        return self.scripted(request)
 
     def _script_error(self, text: str) -> Fault:
         self.errors.append(text)
@@ -474,45 +413,11 @@ def _pieces(value: str, parts: int = 3) -> list[str]:
     return [value[i : i + size] for i in range(0, len(value), size)] or [""]
 
 
-class _Server(HTTPServer):
-    request_queue_size = 128
-    daemon_threads = True
-
-    def __init__(self, fake: FakeResponses) -> None:
-        self.fake = fake
-        self.open: set[socket.socket] = set()
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self.fake._lock:
-            self.open.add(request)
-        threading.Thread(
-            target=self._serve, args=(request, client_address), daemon=True, name="fakeresp-conn"
-        ).start()
-
-    def _serve(self, request: Any, client_address: Any) -> None:
-        try:
-            self.finish_request(request, client_address)
-        except OSError:
-            pass
-        finally:
-            self.shutdown_request(request)
-            with self.fake._lock:
-                self.open.discard(request)
-
-    def close_connections(self) -> None:
-        with self.fake._lock:
-            connections = list(self.open)
-        for sock in connections:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-
-
 class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     protocol_version = "HTTP/1.1"
     timeout = 30
-    server: _Server
+    server: FakeHTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -590,6 +495,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
             self.wfile.flush()
         self.wfile.write(b"0\r\n\r\n")
+
+
+FakeResponses.handler = _Handler
 
 
 if __name__ == "__main__":  # python -m tests.fake_responses [DELAY]: "Done." to every call

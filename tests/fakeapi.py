@@ -36,10 +36,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
+
+from tests.fakeserver import FakeHTTPServer
 
 if TYPE_CHECKING:
     import anthropic
@@ -303,7 +305,7 @@ class FakeAnthropic:
         self._cache: set[str] = set()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._server: _Server | None = None
+        self._server: FakeHTTPServer | None = None
         self._serve_thread: threading.Thread | None = None
 
     # scripting
@@ -353,7 +355,7 @@ class FakeAnthropic:
         return anthropic.Anthropic(**{"api_key": "test-key", "base_url": self.url, **kwargs})
 
     def start(self) -> FakeAnthropic:
-        self._server = _Server(self)
+        self._server = FakeHTTPServer(self, _Handler, "fakeapi")
         self._serve_thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fakeapi-serve"
         )
@@ -550,54 +552,13 @@ def _tool_pairing_problem(messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
-class _Server(HTTPServer):
-    """One thread per connection, each tracked so that stop() can cut it and join it."""
-
-    request_queue_size = 128  # 16+ clients connecting at once must not overflow the backlog
-
-    def __init__(self, fake: FakeAnthropic) -> None:
-        self.fake = fake
-        self.connections: dict[threading.Thread, socket.socket] = {}
-        self._numbers = itertools.count(1)
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        thread = threading.Thread(
-            target=self._serve_connection,
-            args=(request, client_address),
-            name=f"fakeapi-conn-{next(self._numbers)}",
-            daemon=True,
-        )
-        with self.fake._lock:
-            self.connections[thread] = request
-        thread.start()
-
-    def _serve_connection(self, request: Any, client_address: Any) -> None:
-        try:
-            self.finish_request(request, client_address)
-        except OSError:
-            pass  # the client went away (a timeout, or a dropped connection we made)
-        finally:
-            self.shutdown_request(request)
-            with self.fake._lock:
-                self.connections.pop(threading.current_thread(), None)
-
-    def close_connections(self) -> list[threading.Thread]:
-        with self.fake._lock:
-            connections = list(self.connections.items())
-        for _thread, sock in connections:
-            with contextlib.suppress(OSError):  # wakes a handler waiting for the next request
-                sock.shutdown(socket.SHUT_RDWR)
-        return [thread for thread, _sock in connections]
-
-
 class _Handler(BaseHTTPRequestHandler):
     # Without TCP_NODELAY each answer waits ~40 ms on the client's delayed ACK, which would
     # show up as time evalsite spends per call.
     disable_nagle_algorithm = True
     protocol_version = "HTTP/1.1"  # keep-alive, as the SDK's connection pool expects
     timeout = 30
-    server: _Server
+    server: FakeHTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
