@@ -14,6 +14,7 @@ import contextlib
 import itertools
 import socket
 import threading
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -65,7 +66,7 @@ class FakeHTTPServer(HTTPServer):
         return [thread for thread, _sock in connections]
 
 
-class ScriptedFake(Generic[Request, Outcome]):
+class ScriptedFake(ABC, Generic[Request, Outcome]):
     """A fake API server with a script; a context manager. `url` is its base address."""
 
     #: The request handler (its `server.fake` is this object) and the threads' name.
@@ -157,6 +158,6 @@ class ScriptedFake(Generic[Request, Outcome]):
         except Exception as error:  # a broken script: say so instead of hanging the client
             return self._script_error(f"call {call}: script failed: {error!r}")
 
+    @abstractmethod
     def _script_error(self, message: str) -> Outcome:
         """The answer to a broken script, kept in `errors`."""
-        raise NotImplementedError

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -65,7 +66,7 @@ def round_limits(seconds: float, **more: Any) -> sandbox.Limits:
     return sandbox.Limits(wall_seconds=seconds, cpu_seconds=2 * int(seconds) + 10, **more)
 
 
-class CliHarness:
+class CliHarness(ABC):
     """A harness whose every round is one run of an agent CLI; one instance serves
     concurrent runs. Subclasses set the class attributes and override the hooks below."""
 
@@ -97,24 +98,28 @@ class CliHarness:
 
     # hooks
     @classmethod
+    @abstractmethod
     def find_cli(cls) -> Path | None:
-        raise NotImplementedError
+        """The installed CLI, None when it is not installed."""
 
     @classmethod
     def problem(cls) -> str | None:
         """Why this harness cannot run here (registry.py), or None."""
         return None
 
+    @abstractmethod
     def cli_version(self, binary: Path) -> str:
-        raise NotImplementedError
+        """The CLI's version, as conditions.json records it."""
 
+    @abstractmethod
     def api(self) -> tuple[str, str | None]:
         """(the real key, the upstream base URL or None for the provider's own)."""
-        raise NotImplementedError
 
     def prepare(self, dispatch: Dispatch, home: Path, staged: Path | None) -> None:
         """Fill the run's fresh home (settings files) and record what the CLI could find
-        before the agent can change it (`dispatch.result.artifacts`)."""
+        before the agent can change it (`dispatch.result.artifacts`). By default the home
+        stays empty and nothing is recorded (OpenCode's config comes in its environment)."""
+        return None
 
     # the run
     @property
@@ -156,7 +161,7 @@ class CliHarness:
             shutil.rmtree(socket_dir, ignore_errors=True)
 
 
-class CliSession(Conversation):
+class CliSession(Conversation, ABC):
     """The shared conversation (conversation.py), each round played by one CLI process.
 
     `Conversation._play` decides what follows a round (scripted turns, the responder,
@@ -261,9 +266,9 @@ class CliSession(Conversation):
             self.dispatch.client.seconds += tally.upstream_seconds - self._api_seconds
         self._api_seconds = tally.upstream_seconds
 
+    @abstractmethod
     def artifacts(self, staged: Path | None) -> dict[str, Any]:
         """The run's record files (name → JSON data), written beside run.json."""
-        raise NotImplementedError
 
     def api_record(self) -> dict[str, Any]:
         """The proxy's count of the run's calls, for the harness's own record file."""
