@@ -527,3 +527,18 @@ def test_a_copy_of_the_skill_in_another_skill_root_of_the_task_is_a_shadow(tmp_p
     assert shadows["without_skill"]["other_copies"] == shadows["with_skill"]["other_copies"]
     (warning,) = ClineHarness(cli=require_cli("cline")).finish_iteration(iteration)
     assert "was discoverable in every condition" in warning and ".clinerules" in warning
+
+
+def test_the_provider_file_is_written_through_no_link_an_agent_planted(tmp_path) -> None:
+    from grading.evaluating.cline.cli import config_dir, write_config
+
+    outside = tmp_path / "outside.json"
+    outside.write_text("host file")
+    home = tmp_path / "home"
+    settings = config_dir(home) / "data" / "settings"
+    settings.mkdir(parents=True)
+    (settings / "providers.json").symlink_to(outside)
+    write_config(home, model="m", base_url="http://127.0.0.1:1", key="evalsite-run-x")
+    assert outside.read_text() == "host file"
+    assert not (settings / "providers.json").is_symlink()
+    assert "evalsite-run-x" in (settings / "providers.json").read_text()

@@ -9,6 +9,8 @@ from typing import Any
 
 import anthropic
 
+from grading.sandbox import hostfiles
+
 from .. import agent_clis
 
 NAME = "cline"
@@ -60,8 +62,9 @@ def write_config(home: Path, *, model: str, base_url: str, key: str) -> None:
     """The provider (the proxy's bridge, a placeholder key) and the global settings, in a
     fresh CLINE_DIR: what `cline auth -p openai-compatible -k KEY -b URL -m MODEL` writes,
     without running the CLI for it."""
-    settings = config_dir(home) / "data" / "settings"
-    settings.mkdir(parents=True, exist_ok=True)
+    # Written under a folder descriptor, following no link: the home is writable inside the
+    # sandbox.
+    settings = (config_dir(home) / "data" / "settings").relative_to(home)
     providers: dict[str, Any] = {
         "version": 1,
         "lastUsedProvider": PROVIDER,
@@ -79,9 +82,9 @@ def write_config(home: Path, *, model: str, base_url: str, key: str) -> None:
             }
         },
     }
-    (settings / "providers.json").write_text(json.dumps(providers, indent=2), encoding="utf-8")
-    (settings / "global-settings.json").write_text(
-        json.dumps(GLOBAL_SETTINGS, indent=2), encoding="utf-8"
+    hostfiles.write(home, settings / "providers.json", json.dumps(providers, indent=2).encode())
+    hostfiles.write(
+        home, settings / "global-settings.json", json.dumps(GLOBAL_SETTINGS, indent=2).encode()
     )
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from grading import sandbox
+from grading.sandbox import hostfiles
 from grading.sandbox.bridge import bridged
 
 from .. import agent_clis
@@ -144,8 +145,10 @@ class _Session(CliSession):
         )
         argv, base_url = bridged(argv, self.socket)
         # Written each round: the bridge's port is chosen per process.
-        (self.home / ".codex" / "config.toml").write_text(
-            config_toml(model=model, base_url=base_url), encoding="utf-8"
+        # The home is writable inside the sandbox, so after round 1 the agent may have put a
+        # link there: written under a folder descriptor, following no link.
+        hostfiles.write(
+            self.home, ".codex/config.toml", config_toml(model=model, base_url=base_url).encode()
         )
         installed = [(folder, folder) for folder in agent_clis.node_folders(self.harness.cli)]
         output = self.play_round(
