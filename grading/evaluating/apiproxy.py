@@ -25,6 +25,7 @@ import socketserver
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,8 @@ class ApiProxy:
         self.socket_path = socket_path
         self.timeout = timeout
         self._leases: dict[str, Lease] = {}
-        self._lock = threading.Lock()
+        # A condition, so that settled() can wait for a lease's calls to end.
+        self._lock = threading.Condition()
         self._server: _UnixServer | _TcpServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -102,6 +104,18 @@ class ApiProxy:
     def _settle(self, lease: Lease, **outcome: Any) -> None:
         with self._lock:
             lease.settle(**outcome)
+            self._lock.notify_all()
+
+    def settled(self, lease: Lease, timeout: float = 1.0) -> bool:
+        """Wait (at most `timeout` seconds) until none of the lease's calls is in flight.
+
+        A CLI may exit as soon as it has read a streamed answer's last event, while the
+        thread relaying it has yet to read the upstream's end and count it; a harness reads
+        the tally after this. The wait is short: a call abandoned mid-answer (a CLI killed at
+        its time limit) may hold on for as long as the API takes, and is not waited for.
+        """
+        with self._lock:
+            return self._lock.wait_for(lambda: lease.tally.in_flight == 0, timeout)
 
     # lifecycle
     @property
@@ -263,6 +277,25 @@ class _Handler(BaseHTTPRequestHandler):
         started = time.monotonic()
         meter: Meter = wire.meter("")
         response = None
+        settled = False
+
+        def settle() -> None:
+            # Once, and before the answer's last bytes reach the client: a client that has
+            # its whole answer (and a harness reading the tally after the CLI exits) finds
+            # the call counted.
+            nonlocal settled
+            if settled:
+                return
+            settled = True
+            status = response.status if response is not None and meter.complete else 0
+            proxy._settle(
+                lease,
+                spends_tokens=wire.spends_tokens(target),
+                status=status,
+                usage=meter.usage(),
+                seconds=time.monotonic() - started,
+            )
+
         try:
             if self._expects_continue():
                 super().handle_expect_100()
@@ -281,7 +314,7 @@ class _Handler(BaseHTTPRequestHandler):
             headers["accept-encoding"] = "identity"
             response = self._send_upstream(proxy.upstream.path + target, body, headers)
             meter = wire.meter(response.getheader("content-type") or "")
-            self._relay(response, meter)
+            self._relay(response, meter, settle)
         except (OSError, http.client.HTTPException) as exc:
             self._drop_upstream()
             if response is not None:
@@ -289,14 +322,7 @@ class _Handler(BaseHTTPRequestHandler):
             message = f"the API is unreachable ({exc})"
             self._answer(502, "api_error", message, retry=True)
         finally:
-            status = response.status if response is not None and meter.complete else 0
-            proxy._settle(
-                lease,
-                spends_tokens=wire.spends_tokens(target),
-                status=status,
-                usage=meter.usage(),
-                seconds=time.monotonic() - started,
-            )
+            settle()
 
     def _fill(self, view: memoryview) -> bool:
         """Fill `view` with the body's next bytes; False when the client went away first."""
@@ -336,38 +362,59 @@ class _Handler(BaseHTTPRequestHandler):
             self._upstream.close()
             self._upstream = None
 
-    def _relay(self, response: http.client.HTTPResponse, meter: Meter) -> None:
+    def _relay(
+        self, response: http.client.HTTPResponse, meter: Meter, settle: Callable[[], None]
+    ) -> None:
+        """Relay the upstream's answer as it arrives. `settle` is called once the upstream has
+        sent all of it, before the client can tell the answer is whole (its last declared
+        byte, or the chunked terminator), so a client never holds an uncounted answer."""
         self.send_response_only(response.status, response.reason)
-        length = response.getheader("content-length")
+        declared = response.getheader("content-length")
         for name, value in response.getheaders():
             if name.lower() not in _NOT_FORWARDED:
                 self.send_header(name, value)
-        if length is not None:
-            self.send_header("content-length", length)
+        if declared is not None:
+            self.send_header("content-length", declared)
         else:
             self.send_header("transfer-encoding", "chunked")
         self.end_headers()
+        chunked = declared is None
+        remaining = None if chunked else int(declared)
+        held = b""  # the declared answer's last bytes, written once the call is settled
         completed = False
         try:
             while chunk := response.read1(_CHUNK):
                 meter.feed(chunk)
-                if length is None:
-                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
-                else:
-                    self.wfile.write(chunk)
-                self.wfile.flush()
-            if length is None:
-                self.wfile.write(b"0\r\n\r\n")
+                if remaining is not None:
+                    remaining -= len(chunk)
+                    if remaining <= 0:
+                        held += chunk
+                        continue
+                self._write_chunk(chunk, chunked=chunked)
             # read1 does not mark a response with a length read to its end as done; until
             # it is, the connection refuses the next request.
             response.close()
-            completed = meter.complete = True
+            meter.complete = True
+            settle()
+            if held:
+                self._write_chunk(held, chunked=False)
+            if chunked:
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            completed = True
         finally:
             if not completed:
                 # Half a response relayed: neither connection can carry another request.
                 self.close_connection = True
             if not completed or response.will_close:
                 self._drop_upstream()
+
+    def _write_chunk(self, chunk: bytes, *, chunked: bool) -> None:
+        if chunked:
+            self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+        else:
+            self.wfile.write(chunk)
+        self.wfile.flush()
 
     def _refuse(self, status: int, kind: str, message: str, *, discard: int | None = None) -> None:
         """Answer a request that is not forwarded. Its body is not read and the connection

@@ -154,6 +154,7 @@ class CliHarness(ABC):
                 try:
                     return session.run(dispatch.case)
                 finally:
+                    proxy.settled(lease)
                     session.sync_usage()
                     dispatch.result.artifacts.update(session.artifacts(staged))
         finally:

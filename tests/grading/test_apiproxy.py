@@ -191,6 +191,55 @@ def test_every_forwarded_call_counts_in_the_budget_and_a_token_count_spends_no_t
     assert tally.tokens == 37
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["with-a-length", "streamed-chunked"])
+def test_a_call_is_counted_before_the_client_can_tell_its_answer_is_whole(
+    fake_api: FakeAnthropic,
+    proxy: ApiProxy,
+    lease: Lease,
+    monkeypatch: pytest.MonkeyPatch,
+    stream: bool,
+) -> None:
+    # A CLI may exit the moment it has its answer, and the harness then reads the tally: the
+    # count must not trail the answer's last byte. A slow count makes any such lag show.
+    fake_api.script = [reply("counted", usage={"input_tokens": 11, "output_tokens": 3})]
+    settle = ApiProxy._settle
+
+    def slow_settle(self: ApiProxy, lease: Lease, **outcome: Any) -> None:
+        time.sleep(0.3)
+        settle(self, lease, **outcome)
+
+    monkeypatch.setattr(ApiProxy, "_settle", slow_settle)
+    with connect(proxy) as sock:
+        body = hello(stream=True) if stream else hello()
+        sock.sendall(head("POST", "/v1/messages", lease.key, content_length=len(body)) + body)
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        answer = response.read()
+        tally = (lease.tally.calls, lease.tally.tokens, lease.tally.in_flight)
+
+    assert response.status == 200 and (b"message_stop" if stream else b"counted") in answer
+    assert response.getheader("transfer-encoding") == ("chunked" if stream else None)
+    assert tally == (1, 14, 0)
+
+
+def test_settled_waits_for_a_call_still_being_relayed_and_gives_up_at_its_timeout(
+    proxy: ApiProxy, lease: Lease
+) -> None:
+    assert lease.admit() is None  # a call in flight, as a relaying thread holds it
+    started = time.monotonic()
+    assert proxy.settled(lease, timeout=0.2) is False
+    assert 0.2 <= time.monotonic() - started < 2
+
+    ender = threading.Timer(
+        0.2,
+        lambda: proxy._settle(lease, spends_tokens=True, status=200, usage={}, seconds=0.0),
+    )
+    ender.start()
+    assert proxy.settled(lease, timeout=5) is True
+    ender.join()
+    assert (lease.tally.calls, lease.tally.in_flight) == (1, 0)
+
+
 def test_a_budget_refusal_reads_past_the_body_so_the_client_sees_it_on_a_live_connection(
     fake_api: FakeAnthropic, proxy: ApiProxy, arrivals: list[Arrival]
 ) -> None:
